@@ -1,0 +1,209 @@
+"""The ``ssdfleet`` command: ``agent`` (serve), ``status`` (table), ``collect`` (one poll)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from agent import __version__
+from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, load_config
+
+log = logging.getLogger("ssdfleet")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML configuration file")
+    p.add_argument("--smartctl", dest="tool_smartctl", help="path of smartctl")
+    p.add_argument("--shannon-status", dest="tool_shannon_status", help="path of shannon-status")
+    p.add_argument("--hdparm", dest="tool_hdparm", help="path of hdparm")
+    p.add_argument("--nvme", dest="tool_nvme", help="path of nvme (nvme-cli)")
+    p.add_argument("--path.sysfs", dest="path_sysfs", help="sysfs mount point (default /sys)")
+    p.add_argument("--path.procfs", dest="path_procfs", help="procfs mount point (default /proc)")
+    p.add_argument("--state-dir", help="where the history database lives")
+    p.add_argument("--no-history", action="store_true", help="keep history in memory only")
+    p.add_argument("--tool-timeout", type=float, help="seconds before a device tool is stopped")
+    for name in COLLECTOR_NAMES:
+        p.add_argument(f"--no-collector.{name}", dest=f"no_{name}", action="store_true",
+                       help=f"disable the {name} collector")
+    p.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
+
+
+def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
+    o: Dict[str, Any] = {}
+    tools = {k: getattr(args, f"tool_{k}", None) for k in ("smartctl", "shannon_status", "hdparm", "nvme")}
+    tools = {k: v for k, v in tools.items() if v}
+    if tools:
+        o["tools"] = tools
+    paths = {k: getattr(args, f"path_{k}", None) for k in ("sysfs", "procfs")}
+    paths = {k: v for k, v in paths.items() if v}
+    if paths:
+        o["paths"] = paths
+    if getattr(args, "state_dir", None):
+        o["state_dir"] = args.state_dir
+    if getattr(args, "no_history", False):
+        o["history"] = False
+    if getattr(args, "tool_timeout", None):
+        o["tool_timeout_seconds"] = args.tool_timeout
+    if getattr(args, "log_level", None):
+        o["log_level"] = args.log_level
+    if getattr(args, "listen_address", None):
+        o["listen_address"] = args.listen_address
+    if getattr(args, "web_config", None):
+        o["web_config_file"] = args.web_config
+    intervals = {}
+    for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
+        value = getattr(args, f"interval_{name}", None)
+        if value:
+            intervals[name] = value
+    if intervals:
+        o["intervals"] = intervals
+    disabled = [n for n in COLLECTOR_NAMES if getattr(args, f"no_{n}", False)]
+    if disabled:
+        o["_disabled"] = disabled
+    return o
+
+
+def _config(args: argparse.Namespace) -> Config:
+    overrides = _overrides(args)
+    disabled = overrides.pop("_disabled", [])
+    config = load_config(args.config, overrides)
+    if disabled:
+        config = config.model_copy(update={"collectors": [c for c in config.collectors if c not in disabled]})
+    return config
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    config = _config(args)
+    _setup_logging(config.log_level)
+    import uvicorn
+
+    from agent.api import create_app
+    from agent.poller import Poller
+
+    server_kwargs: Dict[str, Any] = {}
+    middleware = None
+    if config.web_config_file:
+        from agent import webconfig
+
+        web = webconfig.load_web_config(config.web_config_file)
+        server_kwargs.update(webconfig.uvicorn_ssl_kwargs(web))
+        if web is not None and web.basic_auth_users:
+            middleware = web.basic_auth_users
+    host, port = config.listen_host_port()
+    poller = Poller(config)
+    page = None
+    try:
+        from agent.page import render_page
+
+        page = render_page
+    except ImportError:
+        page = None
+    app = create_app(poller.snapshot, page=page)
+    if middleware:
+        from agent.webconfig import BasicAuthMiddleware
+
+        app = BasicAuthMiddleware(app, users=middleware)
+    log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",
+             __version__, ",".join(config.collectors), host, port)
+    poller.start()
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           access_log=False, **server_kwargs))
+    try:
+        server.run()
+    finally:
+        poller.stop()
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    config = _config(args)
+    _setup_logging(config.log_level if args.log_level else "WARNING")
+    from agent.poller import Poller
+    from agent.views import snapshot_views
+
+    config = config.model_copy(update={"history": False})
+    poller = Poller(config)
+    snap = poller.poll_once()
+    poller.stop()
+    if args.json:
+        out = {
+            "drives": [dataclasses.asdict(v) for v in snapshot_views(snap, time.time())],
+            "collectors": [dataclasses.asdict(c) for c in snap.collectors],
+            "problems": list(snap.problems),
+        }
+        json.dump(out, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        from agent.status import format_table
+
+        sys.stdout.write(format_table(snapshot_views(snap, time.time()), color=False))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from agent import status
+
+    return status.main(args, _config)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ssdfleet", description="SSD fleet health agent and Prometheus exporter")
+    parser.add_argument("--version", action="version", version=f"ssdfleet {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("agent", help="run the agent: poll the drives and serve /metrics")
+    _add_common(p)
+    p.add_argument("--listen-address", help=f"host:port to listen on (default :{DEFAULT_PORT})")
+    p.add_argument("--web-config", help="web config file (TLS, basic auth), Prometheus exporter format")
+    for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
+        p.add_argument(f"--interval.{name}", dest=f"interval_{name}", type=float,
+                       help=f"seconds between {name} polls")
+    p.set_defaults(func=cmd_agent)
+
+    p = sub.add_parser("collect", help="poll once and print the result")
+    _add_common(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("status", help="this host's drives as a table (from the running agent, or one poll)")
+    _add_common(p)
+    p.add_argument("--url", help=f"agent URL (default http://127.0.0.1:{DEFAULT_PORT})")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--local", action="store_true", help="do not ask a running agent; poll once here")
+    p.add_argument("--drive", help="show one drive (serial or device) in detail")
+    p.add_argument("--watch", type=float, nargs="?", const=5.0, help="redraw every N seconds")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.set_defaults(func=cmd_status)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        sys.stderr.write(f"ssdfleet: {exc}\n")
+        return 64
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Agent configuration: a YAML file, overridden by command-line flags.
+
+Every host path and tool path is configuration, so tests (and users with a lab machine) point
+the agent at a fixture tree and at fake tools exactly as they would at real ones.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_PORT = 9877
+COLLECTOR_NAMES = ("shannon", "smartctl", "write_cache", "diskstats")
+
+
+class ConfigError(ValueError):
+    """The configuration file or a flag is not valid; the message says which key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tools(_Strict):
+    smartctl: str = "smartctl"
+    shannon_status: str = "shannon-status"
+    hdparm: str = "hdparm"
+    nvme: str = "nvme"
+
+
+class Paths(_Strict):
+    sysfs: str = "/sys"
+    procfs: str = "/proc"
+    dev: str = "/dev"
+
+
+class Intervals(_Strict):
+    """Seconds between polls of each source. SMART is read every few minutes: the values move
+    slowly and every call costs the drive a little firmware time."""
+
+    smartctl: float = Field(300.0, gt=0)
+    shannon: float = Field(60.0, gt=0)
+    write_cache: float = Field(60.0, gt=0)
+    diskstats: float = Field(15.0, gt=0)
+    discovery: float = Field(600.0, gt=0)
+
+
+class WriteCacheRule(_Strict):
+    """Expected write cache state for drives matching ``serial`` or ``model`` (a regex)."""
+
+    serial: Optional[str] = None
+    model: Optional[str] = None
+    expected: str = "enabled"
+
+    @field_validator("expected")
+    @classmethod
+    def _state(cls, v: str) -> str:
+        if v not in ("enabled", "disabled", "any"):
+            raise ValueError("expected must be enabled, disabled or any")
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _regex(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None:
+            re.compile(v)
+        return v
+
+
+class EnduranceRule(_Strict):
+    """Rated endurance for drives whose model matches ``model`` (regex): TBW in bytes or
+    P/E cycles of the NAND."""
+
+    model: str
+    tbw_bytes: Optional[float] = Field(None, gt=0)
+    pe_cycles: Optional[float] = Field(None, gt=0)
+
+
+class Config(_Strict):
+    listen_address: str = f":{DEFAULT_PORT}"
+    web_config_file: Optional[str] = None
+    state_dir: Optional[str] = None  # None: /var/lib/ssdfleet as root, else ~/.local/state
+    history: bool = True
+    history_retention_days: float = Field(400.0, gt=0)
+    tools: Tools = Tools()
+    paths: Paths = Paths()
+    intervals: Intervals = Intervals()
+    tool_timeout_seconds: float = Field(30.0, gt=0)
+    tool_kill_grace_seconds: float = Field(2.0, ge=0)
+    tool_max_output_bytes: int = Field(8 * 1024 * 1024, gt=1024)
+    max_concurrent_probes: int = Field(4, ge=1, le=64)
+    collectors: List[str] = list(COLLECTOR_NAMES)
+    smartctl_devices: List[str] = []  # extra "DEVICE[:TYPE]" entries beyond --scan-open
+    include_block_devices: bool = True  # drives the kernel knows but no tool reads
+    write_cache_expected: str = "enabled"
+    write_cache_rules: List[WriteCacheRule] = []
+    endurance: List[EnduranceRule] = []
+    log_level: str = "INFO"
+
+    @field_validator("collectors")
+    @classmethod
+    def _known(cls, v: List[str]) -> List[str]:
+        for name in v:
+            if name not in COLLECTOR_NAMES:
+                raise ValueError(f"unknown collector {name!r}; known: {', '.join(COLLECTOR_NAMES)}")
+        return v
+
+    @field_validator("write_cache_expected")
+    @classmethod
+    def _expected(cls, v: str) -> str:
+        if v not in ("enabled", "disabled", "any"):
+            raise ValueError("write_cache_expected must be enabled, disabled or any")
+        return v
+
+    def listen_host_port(self):
+        host, _, port = self.listen_address.rpartition(":")
+        if not port.isdigit():
+            raise ConfigError(f"listen_address {self.listen_address!r} needs a port")
+        host = host.strip("[]") or "0.0.0.0"
+        return host, int(port)
+
+    def expected_write_cache(self, serial: Optional[str], model: Optional[str]) -> Optional[str]:
+        """The expected state for a drive (``None`` when the rule says any)."""
+        expected = self.write_cache_expected
+        for rule in self.write_cache_rules:
+            if rule.serial is not None and rule.serial != serial:
+                continue
+            if rule.model is not None and not re.search(rule.model, model or ""):
+                continue
+            expected = rule.expected
+            break
+        return None if expected == "any" else expected
+
+
+def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) -> Config:
+    """Read the YAML file (if any) and apply flag overrides (nested dicts)."""
+    data: Dict = {}
+    if path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                loaded = yaml.safe_load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config {path}: the top level must be a mapping")
+        data = loaded
+    if overrides:
+        data = _merge(data, overrides)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _merge(base: Dict, extra: Dict) -> Dict:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def default_state_dir() -> str:
+    if os.geteuid() == 0:
+        return "/var/lib/ssdfleet"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "ssdfleet")

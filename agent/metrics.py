@@ -1,0 +1,236 @@
+"""Prometheus exposition of the current snapshot.
+
+:class:`SnapshotCollector` builds fresh metric families from the immutable snapshot on every
+scrape. It does no I/O and keeps no state between scrapes, so a drive that left the snapshot
+simply stops appearing. The values are cached by design (SMART is polled every few minutes):
+``ssd_data_age_seconds`` says how old they are.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from typing import Callable, Dict, Iterable, List, Optional
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
+from prometheus_client.registry import Collector
+
+from agent import __version__
+from agent.model import CACHE_DISABLED, CACHE_ENABLED, Drive, Snapshot
+
+DRIVE_LABELS = ["device", "serial"]
+
+# NVMe critical warning bits (NVMe base spec, SMART / Health log byte 0).
+NVME_WARNING_BITS = (
+    (0, "spare"),
+    (1, "temperature"),
+    (2, "reliability"),
+    (3, "readonly"),
+    (4, "volatile_backup"),
+    (5, "pmr_readonly"),
+)
+
+_HEALTH_COLLECTORS = ("smartctl", "shannon")
+
+
+def _g(name: str, doc: str, extra: Iterable[str] = ()) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, labels=DRIVE_LABELS + list(extra))
+
+
+def _c(name: str, doc: str, extra: Iterable[str] = ()) -> CounterMetricFamily:
+    return CounterMetricFamily(name, doc, labels=DRIVE_LABELS + list(extra))
+
+
+def _bool(v: Optional[bool]) -> Optional[float]:
+    return None if v is None else (1.0 if v else 0.0)
+
+
+class SnapshotCollector(Collector):
+    def __init__(self, get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time):
+        self._get = get_snapshot
+        self._clock = clock
+
+    def collect(self):
+        snap = self._get()
+        now = self._clock()
+        yield from drive_families(snap.drives, now)
+        yield from agent_families(snap)
+
+
+def drive_families(drives: Iterable[Drive], now: float) -> List:
+    info = _g(
+        "ssd_drive_info",
+        "Drive identity; join on device and serial for model, firmware and kind.",
+        ["kind", "model", "model_family", "firmware", "vendor", "driver_version", "device_type",
+         "is_ssd", "life_left_source", "host_written_source", "nand_written_source"],
+    )
+    gauges: Dict[str, GaugeMetricFamily] = {}
+    counters: Dict[str, CounterMetricFamily] = {}
+
+    def gauge(name: str, doc: str, labels, value, extra=()):
+        if value is None:
+            return
+        fam = gauges.get(name)
+        if fam is None:
+            fam = gauges[name] = _g(name, doc, extra)
+        fam.add_metric(list(labels), float(value))
+
+    def counter(name: str, doc: str, labels, value, extra=()):
+        if value is None:
+            return
+        fam = counters.get(name)
+        if fam is None:
+            fam = counters[name] = _c(name, doc, extra)
+        fam.add_metric(list(labels), float(value))
+
+    for d in drives:
+        r = d.reading
+        ids = [d.device, d.serial]
+        src = r.sources
+        info.add_metric(
+            ids + [
+                r.kind, r.model or "", r.model_family or "", r.firmware or "", r.vendor or "",
+                r.driver_version or "", r.device_type or "",
+                "" if r.is_ssd is None else str(r.is_ssd).lower(),
+                src.get("life_left_ratio", ""), src.get("host_written_bytes", ""),
+                src.get("nand_written_bytes", ""),
+            ],
+            1.0,
+        )
+        gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
+        gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
+        gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)
+        gauge("ssd_spare_threshold_ratio", "The drive's own warning threshold for spare, 0 to 1.", ids, r.spare_threshold_ratio)
+        gauge("ssd_bad_block_ratio", "Bad blocks as a fraction of all blocks.", ids, r.bad_block_ratio)
+        for kind, count in sorted(r.defects.items()):
+            gauge("ssd_defects", "Defect counts as the drive reports them, by type.", ids + [kind], count, ["type"])
+        counter("ssd_media_errors", "Media and data integrity errors (NVMe) or uncorrected errors (SCSI).", ids, r.media_errors)
+        if r.critical_warning is not None:
+            for bit, name in NVME_WARNING_BITS:
+                gauge("ssd_nvme_critical_warning", "NVMe critical warning, one series per bit.",
+                      ids + [name], (r.critical_warning >> bit) & 1, ["bit"])
+        gauge("ssd_smart_healthy", "SMART overall-health self-assessment passed (1) or failed (0).", ids, _bool(r.smart_healthy))
+        mode = r.access_mode
+        if mode is not None or r.readonly is not None:
+            gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids,
+                  _bool(bool(r.readonly) or mode == "readonly"))
+            gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids,
+                  _bool(mode == "reduced_write"))
+        gauge("ssd_write_amplification", "NAND bytes written per host byte written, lifetime.", ids, r.write_amplification)
+        counter("ssd_host_written_bytes", "Bytes written by the host.", ids, r.host_written_bytes)
+        counter("ssd_host_read_bytes", "Bytes read by the host.", ids, r.host_read_bytes)
+        counter("ssd_nand_written_bytes", "Bytes written to flash, host writes plus garbage collection.", ids, r.nand_written_bytes)
+        for t in r.temperatures:
+            gauge("ssd_temperature_celsius", "Current temperature by sensor.", ids + [t.sensor], t.celsius, ["sensor"])
+            gauge("ssd_temperature_max_celsius", "Highest temperature the drive remembers, by sensor.", ids + [t.sensor], t.max_celsius, ["sensor"])
+            gauge("ssd_temperature_limit_celsius", "The drive's own warning or trip temperature.", ids + [t.sensor], t.limit_celsius, ["sensor"])
+        for v in r.voltages:
+            gauge("ssd_voltage_volts", "Supply voltage by rail.", ids + [v.rail], v.volts, ["rail"])
+            gauge("ssd_voltage_max_volts", "Highest supply voltage seen, by rail.", ids + [v.rail], v.max_volts, ["rail"])
+        counter("ssd_power_on_seconds", "Power-on time.", ids, r.power_on_seconds)
+        counter("ssd_power_cycles", "Power cycles.", ids, r.power_cycles)
+        if r.power_state is not None:
+            gauge("ssd_standby", "The drive was asleep at the last poll and was not woken.", ids, _bool(r.power_state == "standby"))
+
+        # Write cache: what each source says, the effective state, and the expectation.
+        for s in d.write_cache:
+            if s.state in (CACHE_ENABLED, CACHE_DISABLED, "not_supported"):
+                gauge("ssd_write_cache_state", "Write cache state as each source reports it.",
+                      ids + [s.source, s.state], 1, ["source", "state"])
+        effective = effective_cache(d)
+        if effective in (CACHE_ENABLED, CACHE_DISABLED):
+            gauge("ssd_write_cache_enabled", "Effective volatile write cache state (1 enabled).", ids,
+                  1 if effective == CACHE_ENABLED else 0)
+            if d.write_cache_expected is not None:
+                gauge("ssd_write_cache_expected_enabled", "Expected write cache state from the configuration.", ids,
+                      1 if d.write_cache_expected == CACHE_ENABLED else 0)
+                gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
+                      0 if effective == d.write_cache_expected else 1)
+
+        # Endurance and projection.
+        gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
+        best = d.best_projection
+        if best is not None:
+            gauge("ssd_endurance_remaining_bytes", "Host bytes the drive can still take, by the best projection.", ids, best.endurance_remaining_bytes)
+            gauge("ssd_write_rate_bytes_per_second", "Host write rate smoothed over days from the agent's history.", ids, best.write_rate_bytes_per_second)
+            gauge("ssd_projected_wearout_timestamp_seconds", "When life left is projected to reach 0, by the best available method.",
+                  ids + [best.method], best.wearout_timestamp, ["method"])
+        else:
+            for p in d.projections:
+                if p.write_rate_bytes_per_second is not None:
+                    gauge("ssd_write_rate_bytes_per_second", "Host write rate smoothed over days from the agent's history.", ids, p.write_rate_bytes_per_second)
+                    break
+
+        # iostat-style counters.
+        io = d.io
+        if io is not None:
+            counter("ssd_io_reads_completed", "Reads completed.", ids, io.reads_completed)
+            counter("ssd_io_writes_completed", "Writes completed.", ids, io.writes_completed)
+            counter("ssd_io_read_bytes", "Bytes read (diskstats).", ids, io.read_bytes)
+            counter("ssd_io_written_bytes", "Bytes written (diskstats).", ids, io.written_bytes)
+            counter("ssd_io_read_time_seconds", "Time spent on reads.", ids, io.read_time_seconds)
+            counter("ssd_io_write_time_seconds", "Time spent on writes.", ids, io.write_time_seconds)
+            counter("ssd_io_busy_seconds", "Time with I/O in flight (utilisation).", ids, io.io_time_seconds)
+            gauge("ssd_io_in_flight", "Requests in flight.", ids, io.in_flight)
+
+        for collector, ts in sorted(d.last_poll.items()):
+            gauge("ssd_last_poll_timestamp_seconds", "When this drive's data from a collector was read.",
+                  ids + [collector], ts, ["collector"])
+        health_times = [d.last_poll[c] for c in _HEALTH_COLLECTORS if c in d.last_poll]
+        if health_times:
+            gauge("ssd_data_age_seconds", "Age of the drive's health data at scrape time (values are cached).",
+                  ids, max(0.0, now - max(health_times)))
+
+    return [info] + list(gauges.values()) + list(counters.values())
+
+
+def effective_cache(d: Drive) -> Optional[str]:
+    """The drive's own answer (hdparm, NVMe feature, smartctl) wins over the kernel's view."""
+    order = ("hdparm", "nvme_feature", "smartctl", "scsi_cache_type", "sysfs_queue")
+    by_source = {s.source: s.state for s in d.write_cache}
+    for source in order:
+        state = by_source.get(source)
+        if state in (CACHE_ENABLED, CACHE_DISABLED):
+            return state
+    for s in d.write_cache:
+        if s.state in (CACHE_ENABLED, CACHE_DISABLED):
+            return s.state
+    return None
+
+
+def agent_families(snap: Snapshot) -> List:
+    success = GaugeMetricFamily("ssd_collector_success", "Whether the collector's last run succeeded for every drive.", labels=["collector"])
+    duration = GaugeMetricFamily("ssd_collector_duration_seconds", "Duration of the collector's last run.", labels=["collector"])
+    errors = CounterMetricFamily("ssd_collector_errors", "Failed probes and parses since the agent started.", labels=["collector"])
+    last_run = GaugeMetricFamily("ssd_collector_last_run_timestamp_seconds", "When the collector last ran.", labels=["collector"])
+    for c in snap.collectors:
+        success.add_metric([c.name], 1.0 if c.success else 0.0)
+        duration.add_metric([c.name], c.duration_seconds)
+        errors.add_metric([c.name], float(c.errors_total))
+        last_run.add_metric([c.name], c.last_run)
+    stuck = GaugeMetricFamily("ssd_probe_stuck", "A probe on this device outlived SIGKILL; the device is quarantined.", labels=["device"])
+    for device in snap.stuck:
+        stuck.add_metric([device], 1.0)
+    drives = GaugeMetricFamily("ssd_drives", "Drives in the snapshot.", value=len(snap.drives))
+    history = None
+    for c in snap.collectors:
+        if c.name == "history":
+            history = GaugeMetricFamily("ssd_history_healthy", "The history database is on disk (0: kept in memory).",
+                                        value=1.0 if c.success else 0.0)
+    build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
+    build.add_metric([__version__, platform.python_version()], 1.0)
+    out = [success, duration, errors, last_run, stuck, drives, build]
+    if history is not None:
+        out.append(history)
+    return out
+
+
+def make_registry(get_snapshot: Callable[[], Snapshot]) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(get_snapshot))
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

@@ -1,0 +1,222 @@
+"""The normalised drive record, in base units.
+
+Every collector's parser returns :class:`DriveReading` objects; the poller merges the
+readings of one drive (identified by serial or WWN, never by its /dev name) into a
+:class:`Drive` and puts it in an immutable :class:`Snapshot`.
+
+Rules that hold for every field:
+
+* base units: ratios are 0..1, sizes and volumes are bytes, durations are seconds,
+  temperatures are degrees Celsius, voltages are volts;
+* ``None`` means the source did not report the value. Absent is not zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+# Drive kinds. "shannon" is a Shannon Direct-IO PCIe card read through shannon-status.
+KIND_SHANNON = "shannon"
+KIND_ATA = "ata"
+KIND_NVME = "nvme"
+KIND_SCSI = "scsi"
+KIND_BLOCK = "block"  # known only from sysfs: no tool could read its health
+KINDS = (KIND_SHANNON, KIND_ATA, KIND_NVME, KIND_SCSI, KIND_BLOCK)
+
+
+class ParseError(ValueError):
+    """Raised by every parser for input it cannot read. The message names the bad line."""
+
+
+@dataclass(frozen=True)
+class Temperature:
+    """One temperature sensor. ``sensor`` is a short stable name: ``drive``,
+    ``controller``, ``board``, ``flash``, ``nvme_sensor_1`` ..."""
+
+    sensor: str
+    celsius: float
+    max_celsius: Optional[float] = None  # highest value the drive itself remembers
+    limit_celsius: Optional[float] = None  # the drive's own warning/trip temperature
+
+
+@dataclass(frozen=True)
+class Voltage:
+    rail: str  # ``internal``, ``auxiliary``
+    volts: float
+    max_volts: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class DriveReading:
+    """What one source says about one drive at one moment.
+
+    ``sources`` records where a derived value came from, keyed by field name, e.g.
+    ``{"life_left_ratio": "ata_attr 231 SSD_Life_Left normalized"}`` so a user can see
+    why the agent says 7% left.
+    """
+
+    kind: str
+    device: str  # the path the tool was called with: /dev/sda, /dev/nvme0, /dev/scta
+    serial: Optional[str] = None
+    wwn: Optional[str] = None
+    model: Optional[str] = None
+    model_family: Optional[str] = None
+    vendor: Optional[str] = None
+    firmware: Optional[str] = None
+    driver_version: Optional[str] = None
+    block_device: Optional[str] = None  # kernel name: sda, nvme0n1, dfa
+    device_type: Optional[str] = None  # smartctl -d TYPE it was read with: sat, nvme, megaraid,0
+    is_ssd: Optional[bool] = None
+    capacity_bytes: Optional[int] = None
+    physical_capacity_bytes: Optional[int] = None
+    logical_sector_bytes: Optional[int] = None
+
+    # health
+    smart_healthy: Optional[bool] = None
+    life_left_ratio: Optional[float] = None
+    spare_left_ratio: Optional[float] = None
+    spare_threshold_ratio: Optional[float] = None
+    bad_block_ratio: Optional[float] = None
+    # counts of defects by type: reallocated, pending, offline_uncorrectable, grown_defect,
+    # reallocation_events, dynamic_bad_block, static_bad_block, program_fail, erase_fail
+    defects: Dict[str, int] = field(default_factory=dict)
+    media_errors: Optional[int] = None  # NVMe media_errors, SCSI uncorrected errors
+    critical_warning: Optional[int] = None  # NVMe critical warning bitmask
+    access_mode: Optional[str] = None  # readwrite, readonly, reduced_write (normalised)
+    readonly: Optional[bool] = None
+
+    # wear and volume
+    write_amplification: Optional[float] = None
+    host_written_bytes: Optional[int] = None
+    host_read_bytes: Optional[int] = None
+    nand_written_bytes: Optional[int] = None
+
+    # environment
+    temperatures: Tuple[Temperature, ...] = ()
+    voltages: Tuple[Voltage, ...] = ()
+
+    # lifetime
+    power_on_seconds: Optional[int] = None
+    power_cycles: Optional[int] = None
+    power_state: Optional[str] = None  # active, standby (a probe skipped a sleeping drive)
+
+    # raw tool status, e.g. smartctl exit bitmask
+    tool_exit_status: Optional[int] = None
+    sources: Dict[str, str] = field(default_factory=dict)
+    # free-form extras that only some kinds have (kept out of metrics, shown in the API)
+    extra: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> str:
+        """Stable identity: serial, else WWN, else the device path."""
+        return self.serial or self.wwn or self.device
+
+    def replace(self, **changes) -> "DriveReading":
+        return dataclasses.replace(self, **changes)
+
+
+# Write cache state values.
+CACHE_ENABLED = "enabled"
+CACHE_DISABLED = "disabled"
+CACHE_UNSUPPORTED = "not_supported"
+CACHE_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class WriteCacheState:
+    """Write cache as one source sees it. ``source`` is ``sysfs_queue``, ``scsi_cache_type``,
+    ``hdparm``, ``nvme_feature`` or ``smartctl``."""
+
+    state: str
+    source: str
+    detail: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class IoStats:
+    """iostat-style cumulative counters for one whole drive (partitions folded)."""
+
+    reads_completed: int
+    reads_merged: int
+    read_bytes: int
+    read_time_seconds: float
+    writes_completed: int
+    writes_merged: int
+    written_bytes: int
+    write_time_seconds: float
+    in_flight: int
+    io_time_seconds: float  # busy time
+    weighted_io_time_seconds: float
+    discards_completed: Optional[int] = None
+    discarded_bytes: Optional[int] = None
+    discard_time_seconds: Optional[float] = None
+    flushes_completed: Optional[int] = None
+    flush_time_seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Projection:
+    """One wear-out estimate with the inputs it used."""
+
+    method: str  # observed, rated, trend
+    wearout_timestamp: Optional[float]  # unix seconds; None when it cannot be projected
+    endurance_remaining_bytes: Optional[float] = None
+    write_rate_bytes_per_second: Optional[float] = None
+    inputs: Dict[str, float] = field(default_factory=dict)
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Drive:
+    """The merged, normalised record for one drive, as served by the snapshot."""
+
+    reading: DriveReading
+    write_cache: Tuple[WriteCacheState, ...] = ()
+    write_cache_expected: Optional[str] = None  # enabled / disabled / None = no expectation
+    io: Optional[IoStats] = None
+    projections: Tuple[Projection, ...] = ()
+    rated_endurance_bytes: Optional[float] = None
+    last_poll: Dict[str, float] = field(default_factory=dict)  # collector -> unix time of data
+
+    @property
+    def serial(self) -> str:
+        return self.reading.identity
+
+    @property
+    def device(self) -> str:
+        return self.reading.block_device or self.reading.device
+
+    @property
+    def best_projection(self) -> Optional[Projection]:
+        for p in self.projections:
+            if p.wearout_timestamp is not None:
+                return p
+        return None
+
+
+@dataclass(frozen=True)
+class CollectorStatus:
+    name: str
+    success: bool
+    duration_seconds: float
+    last_run: float
+    error: Optional[str] = None
+    errors_total: int = 0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    drives: Tuple[Drive, ...] = ()
+    collectors: Tuple[CollectorStatus, ...] = ()
+    created: float = 0.0
+    problems: Tuple[str, ...] = ()  # device-level problems: stuck probes, no data, standby
+    stuck: Tuple[str, ...] = ()  # devices quarantined behind a probe that outlived SIGKILL
+
+    def by_serial(self) -> Dict[str, Drive]:
+        return {d.serial: d for d in self.drives}
+
+
+def drive_list(snapshot: Snapshot) -> List[Drive]:
+    return sorted(snapshot.drives, key=lambda d: (d.device, d.serial))

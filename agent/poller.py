@@ -1,0 +1,650 @@
+"""The background poller: discover, probe, parse, normalise, then swap in a new snapshot.
+
+Each source runs in its own thread on its own interval (SMART every few minutes, diskstats
+every few seconds), so a slow ``smartctl`` never delays iostat. Every tool call goes through
+the bounded runner; at most ``max_concurrent_probes`` run at once and never two on the same
+device. A probe that outlives SIGKILL (a process in D state) quarantines its device until the
+process is finally gone. After each source run the poller builds a new immutable
+:class:`~agent.model.Snapshot`; HTTP handlers only ever read the current one.
+
+A source that fails for one drive keeps serving that drive's last good values (their age is
+exported); a drive that is no longer discovered leaves the snapshot.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from agent import projection as projection_mod
+from agent.config import Config, default_state_dir
+from agent.endurance import rated_endurance
+from agent.history import History
+from agent.model import (
+    KIND_ATA,
+    KIND_NVME,
+    KIND_SCSI,
+    KIND_SHANNON,
+    CollectorStatus,
+    Drive,
+    DriveReading,
+    IoStats,
+    ParseError,
+    Snapshot,
+    WriteCacheState,
+)
+from agent.runner import REAPER, ToolResult, run_tool
+from collectors import blockdev, diskstats, shannon, smartctl, smartctl_text, write_cache
+
+log = logging.getLogger("ssdfleet.poller")
+
+Runner = Callable[..., ToolResult]
+
+# smartctl -d types that reach a drive behind a controller: such a drive has no block device
+# of its own (the kernel sees the controller's virtual disk).
+_PASS_THROUGH = ("megaraid", "cciss", "areca", "3ware", "hpt", "aacraid", "sssraid")
+
+
+@dataclass(frozen=True)
+class SmartTarget:
+    device: str  # /dev/sda
+    dev_type: Optional[str]  # sat, nvme, scsi, megaraid,0 ...
+
+    @property
+    def key(self) -> str:
+        return f"{self.device}:{self.dev_type}" if self.dev_type else self.device
+
+    @property
+    def label(self) -> str:
+        """The ``device`` label: the kernel name, qualified for pass-through drives."""
+        name = self.device[5:] if self.device.startswith("/dev/") else self.device
+        if self.dev_type and any(p in self.dev_type for p in _PASS_THROUGH):
+            return f"{name}:{self.dev_type}"
+        return name
+
+
+class _SourceState:
+    """What one collector last did, for ``ssd_collector_*``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.success = True
+        self.duration = 0.0
+        self.last_run = 0.0
+        self.error: Optional[str] = None
+        self.errors_total = 0
+        self.ran = False
+
+    def status(self) -> CollectorStatus:
+        return CollectorStatus(
+            name=self.name,
+            success=self.success,
+            duration_seconds=self.duration,
+            last_run=self.last_run,
+            error=self.error,
+            errors_total=self.errors_total,
+        )
+
+
+class Poller:
+    def __init__(
+        self,
+        config: Config,
+        runner: Optional[Runner] = None,
+        clock: Callable[[], float] = time.time,
+        history: Optional[History] = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self._run: Runner = runner or functools.partial(
+            run_tool,
+            timeout=config.tool_timeout_seconds,
+            grace=config.tool_kill_grace_seconds,
+            max_output=config.tool_max_output_bytes,
+        )
+        tools = config.tools
+        timeout = config.tool_timeout_seconds
+        self.smartctl = smartctl.SmartctlProbe(tool=tools.smartctl, runner=self._run, timeout=timeout)
+        self.shannon = shannon.ShannonProbe(
+            tool=tools.shannon_status, runner=self._run, timeout=timeout, sysfs_root=config.paths.sysfs
+        )
+        self.write_cache = write_cache.WriteCacheReader(
+            sysfs_root=config.paths.sysfs,
+            hdparm=tools.hdparm,
+            nvme=tools.nvme,
+            smartctl=tools.smartctl,
+            runner=self._run,
+        )
+        self.diskstats = diskstats.DiskstatsReader(procfs_root=config.paths.procfs)
+        self.history = history if history is not None else self._open_history()
+
+        self._lock = threading.RLock()
+        self._snapshot = Snapshot(created=clock())
+        self._sources = {
+            name: _SourceState(name)
+            for name in ("discovery", "history") + tuple(config.collectors)
+        }
+        self._block: Dict[str, blockdev.BlockDevice] = {}
+        self._smart_targets: List[SmartTarget] = []
+        self._smart_json: Optional[bool] = None
+        self._smart: Dict[str, DriveReading] = {}  # target key -> reading
+        self._smart_time: Dict[str, float] = {}
+        self._smart_notes: Dict[str, str] = {}  # target key -> why there is no data
+        self._shannon: Dict[str, DriveReading] = {}  # control device -> reading
+        self._shannon_time: Dict[str, float] = {}
+        self._cache: Dict[str, Tuple[WriteCacheState, ...]] = {}  # drive label -> states
+        self._cache_time: Dict[str, float] = {}
+        self._io: Dict[str, IoStats] = {}  # drive label -> counters
+        self._io_time = 0.0
+        self._busy: Dict[str, float] = {}  # device -> start of the probe in flight
+        self._stuck: Dict[str, int] = {}  # device -> pid that outlived SIGKILL
+        self._problems: Dict[str, str] = {}
+        self._probe_slots = threading.BoundedSemaphore(config.max_concurrent_probes)
+        self._executor = ThreadPoolExecutor(
+            max_workers=config.max_concurrent_probes, thread_name_prefix="probe"
+        )
+        self._stop = threading.Event()
+        self._threads: List[threading.Thread] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _open_history(self) -> History:
+        if not self.config.history:
+            return History(None, retention_days=self.config.history_retention_days)
+        state_dir = self.config.state_dir or default_state_dir()
+        path = os.path.join(state_dir, "history.sqlite")
+        try:
+            os.makedirs(state_dir, exist_ok=True)
+        except OSError as exc:
+            log.error("cannot create state directory %s (%s); history kept in memory", state_dir, exc)
+            return History(None, retention_days=self.config.history_retention_days)
+        return History(path, retention_days=self.config.history_retention_days)
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def poll_once(self) -> Snapshot:
+        """Run every source once, in dependency order (used by ``ssdfleet collect``)."""
+        self.run_discovery()
+        for name in self.config.collectors:
+            self._run_source(name)
+        return self._snapshot
+
+    def start(self) -> None:
+        """Start one thread per source. Discovery runs first so the others have targets."""
+        self.run_discovery()
+        intervals = self.config.intervals
+        plan = [("discovery", intervals.discovery, self.run_discovery)]
+        for name in self.config.collectors:
+            plan.append((name, getattr(intervals, name), functools.partial(self._run_source, name)))
+        for name, interval, fn in plan:
+            t = threading.Thread(
+                target=self._loop, args=(name, interval, fn, name != "discovery"),
+                name=f"poll-{name}", daemon=True,
+            )
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.history.close()
+
+    def _loop(self, name: str, interval: float, fn: Callable[[], None], run_now: bool) -> None:
+        if not run_now:
+            if self._stop.wait(interval):
+                return
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                fn()
+            except Exception:  # a bug in one source must not stop the others
+                log.exception("collector %s crashed; it will run again in %.0fs", name, interval)
+                with self._lock:
+                    src = self._sources[name]
+                    src.success = False
+                    src.errors_total += 1
+                    src.error = "internal error (see log)"
+                    self._rebuild()
+            # A little jitter keeps a fleet of agents from probing in lockstep.
+            delay = max(0.0, interval - (time.monotonic() - started)) * random.uniform(0.95, 1.05)
+            if self._stop.wait(delay):
+                return
+
+    def _run_source(self, name: str) -> None:
+        {
+            "shannon": self.run_shannon,
+            "smartctl": self.run_smartctl,
+            "write_cache": self.run_write_cache,
+            "diskstats": self.run_diskstats,
+        }[name]()
+
+    # ------------------------------------------------------------------ probing helpers
+
+    def _probe(self, device: str, fn: Callable[[], Any]) -> Any:
+        """Run one probe for ``device`` unless a probe is already in flight on it or it is
+        quarantined. Returns None when skipped, else what ``fn`` returned."""
+        with self._lock:
+            pid = self._stuck.get(device)
+            if pid is not None:
+                if pid in REAPER.pending():
+                    return None
+                del self._stuck[device]
+                self._problems.pop(device, None)
+                log.info("%s: the stuck probe (pid %s) is gone; probing again", device, pid)
+            if device in self._busy:
+                return None
+            self._busy[device] = time.monotonic()
+        try:
+            with self._probe_slots:
+                result = fn()
+        finally:
+            with self._lock:
+                self._busy.pop(device, None)
+        if isinstance(result, ToolResult) and result.stuck:
+            with self._lock:
+                self._stuck[device] = result.pid or -1
+                self._problems[device] = "probe stuck: " + result.describe()
+            log.error("%s: %s %s; device quarantined until it exits", device, result.argv[0], result.describe())
+        return result
+
+    def _finish(self, name: str, started: float, errors: Sequence[str]) -> None:
+        with self._lock:
+            src = self._sources[name]
+            src.ran = True
+            src.duration = time.monotonic() - started
+            src.last_run = self.clock()
+            src.success = not errors
+            src.error = "; ".join(errors[:5]) if errors else None
+            src.errors_total += len(errors)
+            self._rebuild()
+
+    # ------------------------------------------------------------------ discovery
+
+    def run_discovery(self) -> None:
+        started = time.monotonic()
+        errors: List[str] = []
+        block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs)}
+        targets: List[SmartTarget] = []
+        if "smartctl" in self.config.collectors:
+            if self._smart_json is None:
+                self._smart_json = self._detect_smartctl_json()
+            result = self.smartctl.scan(json_output=bool(self._smart_json))
+            if result.error:
+                errors.append(f"smartctl scan: {result.describe()}")
+            elif not result.ok_to_parse:
+                errors.append(f"smartctl scan: {result.describe()}")
+            else:
+                try:
+                    if self._smart_json:
+                        entries = smartctl.parse_scan_json(result.stdout)
+                    else:
+                        entries = smartctl.parse_scan_text(result.stdout.decode("utf-8", "replace"))
+                    targets = [SmartTarget(e.name, e.type) for e in entries]
+                except ParseError as exc:
+                    errors.append(f"smartctl scan: {exc}")
+            for extra in self.config.smartctl_devices:
+                dev, _, typ = extra.partition(":")
+                targets.append(SmartTarget(dev, typ or None))
+            seen = set()
+            unique = []
+            for t in targets:
+                if t.key not in seen:
+                    seen.add(t.key)
+                    unique.append(t)
+            targets = unique
+        for e in errors:
+            log.warning("discovery: %s", e)
+        with self._lock:
+            self._block = block
+            if not errors or targets:
+                self._smart_targets = targets
+                known = {t.key for t in targets}
+                for key in list(self._smart):
+                    if key not in known:
+                        log.info("%s is no longer discovered; dropping it", key)
+                        self._smart.pop(key, None)
+                        self._smart_time.pop(key, None)
+        self._finish("discovery", started, errors)
+
+    def _detect_smartctl_json(self) -> Optional[bool]:
+        """smartctl has JSON output from 7.0; older hosts get the text parser."""
+        result = self.smartctl.version()
+        if not result.ok_to_parse:
+            return None
+        if smartctl.smartctl_version(result.stdout) is None:
+            return True  # an unknown banner: try JSON, the parse error will say more
+        return smartctl.supports_json(result.stdout)
+
+    # ------------------------------------------------------------------ smartctl
+
+    def run_smartctl(self) -> None:
+        started = time.monotonic()
+        with self._lock:
+            targets = list(self._smart_targets)
+        if self._smart_json is None:
+            self._smart_json = self._detect_smartctl_json()
+        use_json = self._smart_json is not False
+        futures = {
+            t.key: self._executor.submit(self._read_smart, t, use_json) for t in targets
+        }
+        errors: List[str] = []
+        now = self.clock()
+        updates: Dict[str, DriveReading] = {}
+        notes: Dict[str, str] = {}
+        for t in targets:
+            try:
+                outcome, value = futures[t.key].result()
+            except Exception as exc:  # defensive: a parser bug is one drive's error
+                log.exception("smartctl %s: unexpected error", t.key)
+                outcome, value = "error", f"internal error: {exc}"
+            if outcome == "ok":
+                updates[t.key] = value
+            elif outcome in ("nodata", "standby", "busy"):
+                notes[t.key] = value
+                log.debug("smartctl %s: %s", t.key, value)
+            else:
+                errors.append(f"{t.key}: {value}")
+                log.warning("smartctl %s: %s", t.key, value)
+        with self._lock:
+            for key, reading in updates.items():
+                self._smart[key] = reading
+                self._smart_time[key] = now
+                self._smart_notes.pop(key, None)
+            for key, note in notes.items():
+                self._smart_notes[key] = note
+                if note.startswith("standby") and key in self._smart:
+                    self._smart[key] = self._smart[key].replace(power_state="standby")
+        for reading in updates.values():
+            self.history.record(reading.identity, now, reading)
+        self._note_history()
+        self._finish("smartctl", started, errors)
+
+    def _read_smart(self, target: SmartTarget, use_json: bool) -> Tuple[str, object]:
+        argv = self.smartctl.read_argv(target.device, target.dev_type or "auto")
+        if not use_json:
+            # smartmontools before 7.0: same sections, plain text, no --log=ssd
+            argv = [a for a in argv if a != "--json=c" and not a.startswith("--log=")]
+        result = self._probe(target.label, lambda: self._run(argv, timeout=self.config.tool_timeout_seconds))
+        if result is None:
+            return "busy", "skipped: a probe is in flight or the device is quarantined"
+        if result.error:
+            return "error", result.describe()
+        if self.smartctl.is_standby(result):
+            return "standby", "standby: not woken"
+        if not result.ok_to_parse:
+            return "error", result.describe()
+        try:
+            if use_json:
+                reading = smartctl.parse_smartctl_json(result.stdout, device=target.device)
+            else:
+                reading = smartctl_text.parse_smartctl_text_reading(
+                    result.stdout.decode("utf-8", "replace"), device=target.device
+                )
+        except smartctl.NoSmartData as exc:
+            return "nodata", f"no SMART data: {exc}"
+        except ParseError as exc:
+            return "error", f"unreadable output ({result.describe()}): {exc}"
+        block = None if ":" in target.label else target.label
+        return "ok", reading.replace(
+            block_device=block,
+            device_type=reading.device_type or target.dev_type,
+            power_state="active",
+        )
+
+    # ------------------------------------------------------------------ shannon
+
+    def run_shannon(self) -> None:
+        started = time.monotonic()
+        errors: List[str] = []
+        now = self.clock()
+        with self._lock:
+            has_cards = any(b.transport == "shannon" for b in self._block.values())
+        listing = self.shannon.list_cards()
+        cards: Dict[str, DriveReading] = {}
+        if listing.error:
+            if has_cards:
+                errors.append(f"shannon-status: {listing.describe()}")
+            else:
+                log.debug("shannon-status not usable and no dfX devices: no Shannon cards here")
+        elif not listing.ok_to_parse:
+            errors.append(f"shannon-status -a: {listing.describe()}")
+        else:
+            text = listing.stdout.decode("utf-8", "replace")
+            try:
+                for reading in shannon.parse_status_a(text):
+                    cards[reading.device] = reading
+            except ParseError as exc:
+                if has_cards or text.strip():
+                    errors.append(f"shannon-status -a: {exc}")
+        # -p gives exact key=value figures; the -a reading stands in when -p fails.
+        for device, fallback in list(cards.items()):
+            result = self._probe(device, lambda d=device: self.shannon.read_card(d))
+            if result is None:
+                continue
+            if not result.ok_to_parse:
+                errors.append(f"shannon-status -p {device}: {result.describe()}")
+                continue
+            try:
+                parsed = shannon.parse_status_p(result.stdout.decode("utf-8", "replace"))
+            except ParseError as exc:
+                errors.append(f"shannon-status -p {device}: {exc}")
+                continue
+            if parsed:
+                cards[device] = _fill(parsed[0], fallback)
+        for e in errors:
+            log.warning("shannon: %s", e)
+        with self._lock:
+            if cards or not errors:
+                for device in list(self._shannon):
+                    if device not in cards and not errors:
+                        self._shannon.pop(device, None)
+                        self._shannon_time.pop(device, None)
+            for device, reading in cards.items():
+                self._shannon[device] = reading
+                self._shannon_time[device] = now
+        for reading in cards.values():
+            self.history.record(reading.identity, now, reading)
+        self._note_history()
+        self._finish("shannon", started, errors)
+
+    # ------------------------------------------------------------------ write cache
+
+    def run_write_cache(self) -> None:
+        started = time.monotonic()
+        errors: List[str] = []
+        now = self.clock()
+        drives = self._snapshot.drives
+        states: Dict[str, Tuple[WriteCacheState, ...]] = {}
+        for drive in drives:
+            block = self._cache_block_device(drive)
+            if block is None:
+                continue
+            got = self._probe(
+                drive.device, lambda b=block, k=drive.reading.kind: tuple(self.write_cache.read(b, k))
+            )
+            if got is None:
+                continue
+            states[drive.device] = got
+            for s in got:
+                if s.state == "unknown" and s.detail:
+                    errors.append(f"{drive.device} {s.source}: {s.detail}")
+        for e in errors:
+            log.warning("write cache: %s", e)
+        with self._lock:
+            self._cache.update(states)
+            for label in states:
+                self._cache_time[label] = now
+        self._finish("write_cache", started, errors)
+
+    def _cache_block_device(self, drive: Drive) -> Optional[str]:
+        label = drive.device
+        if ":" in label:
+            return None
+        if label in self._block:
+            return label
+        # NVMe: the queue files live on the namespace (nvme0n1), SMART on the controller.
+        for name in sorted(self._block):
+            if self._block[name].drive_name == label:
+                return name
+        return None
+
+    # ------------------------------------------------------------------ diskstats
+
+    def run_diskstats(self) -> None:
+        started = time.monotonic()
+        errors: List[str] = []
+        try:
+            stats = self.diskstats.read()
+            disks = diskstats.whole_disks(stats, sysfs_root=None)
+        except (OSError, ParseError) as exc:
+            errors.append(f"diskstats: {exc}")
+            disks = None
+        if disks is not None:
+            folded: Dict[str, IoStats] = {}
+            for name, io in disks.items():
+                label = diskstats.drive_device_for(name)
+                folded[label] = _add_io(folded.get(label), io)
+            with self._lock:
+                self._io = folded
+                self._io_time = self.clock()
+        for e in errors:
+            log.warning("%s", e)
+        self._finish("diskstats", started, errors)
+
+    # ------------------------------------------------------------------ history
+
+    def _note_history(self) -> None:
+        with self._lock:
+            src = self._sources["history"]
+            src.ran = True
+            src.last_run = self.clock()
+            src.success = bool(getattr(self.history, "healthy", True))
+            src.errors_total = int(getattr(self.history, "errors_total", 0))
+            src.error = None if src.success else "history not on disk (see log)"
+
+    # ------------------------------------------------------------------ snapshot
+
+    def _rebuild(self) -> None:
+        """Merge what every source knows into a new immutable snapshot. Caller holds the lock."""
+        now = self.clock()
+        readings: Dict[str, Tuple[DriveReading, Dict[str, float]]] = {}
+        for device, reading in self._shannon.items():
+            readings.setdefault(reading.identity, (reading, {"shannon": self._shannon_time[device]}))
+        for key, reading in self._smart.items():
+            readings.setdefault(reading.identity, (reading, {"smartctl": self._smart_time[key]}))
+        covered = set()
+        for reading, _ in readings.values():
+            if reading.block_device:
+                covered.add(reading.block_device)
+        if self.config.include_block_devices:
+            for name, b in sorted(self._block.items()):
+                if b.drive_name in covered or name in covered:
+                    continue
+                if b.transport == "shannon" and self._shannon:
+                    continue
+                reading = _reading_from_block(b)
+                readings.setdefault(reading.identity, (reading, {}))
+                covered.add(b.drive_name)
+        drives = []
+        for identity, (reading, polls) in sorted(readings.items(), key=lambda kv: kv[1][0].device):
+            label = reading.block_device or os.path.basename(reading.device)
+            polls = dict(polls)
+            if label in self._cache_time:
+                polls["write_cache"] = self._cache_time[label]
+            io = self._io.get(label)
+            if io is not None and self._io_time:
+                polls["diskstats"] = self._io_time
+            rated = rated_endurance(
+                reading.model or "", reading.capacity_bytes, self._endurance_overrides()
+            )
+            try:
+                projections = projection_mod.project_all(reading, now, self.history, rated)
+            except Exception:  # projection is advisory; never lose the drive over it
+                log.exception("projection failed for %s", identity)
+                projections = ()
+            drives.append(
+                Drive(
+                    reading=reading,
+                    write_cache=self._cache.get(label, ()),
+                    write_cache_expected=self.config.expected_write_cache(reading.serial, reading.model),
+                    io=io,
+                    projections=tuple(projections),
+                    rated_endurance_bytes=_rated_bytes(rated, reading),
+                    last_poll=polls,
+                )
+            )
+        problems = dict(self._problems)
+        for key, note in self._smart_notes.items():
+            problems.setdefault(key, note)
+        self._snapshot = Snapshot(
+            drives=tuple(drives),
+            collectors=tuple(s.status() for s in self._sources.values() if s.ran),
+            created=now,
+            problems=tuple(f"{k}: {v}" for k, v in sorted(problems.items())),
+            stuck=tuple(sorted(self._stuck)),
+        )
+
+    def _endurance_overrides(self):
+        return [r.model_dump() for r in self.config.endurance]
+
+
+def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:
+    if rated is None:
+        return None
+    tbw = getattr(rated, "tbw_bytes", None)
+    if tbw:
+        return float(tbw)
+    pe = getattr(rated, "pe_cycles", None)
+    if pe and reading.capacity_bytes:
+        return float(pe) * reading.capacity_bytes
+    return None
+
+
+def _fill(primary: DriveReading, fallback: DriveReading) -> DriveReading:
+    """Take every field ``primary`` lacks from ``fallback``."""
+    changes = {}
+    for name in primary.__dataclass_fields__:
+        value = getattr(primary, name)
+        if value is None or value == () or value == {}:
+            other = getattr(fallback, name)
+            if other is not None and other != () and other != {}:
+                changes[name] = other
+    return replace(primary, **changes) if changes else primary
+
+
+def _reading_from_block(b: blockdev.BlockDevice) -> DriveReading:
+    kind = {"nvme": KIND_NVME, "shannon": KIND_SHANNON, "scsi": KIND_SCSI}.get(b.transport or "", "block")
+    if kind == KIND_SCSI and b.model is None:
+        kind = KIND_ATA
+    return DriveReading(
+        kind=kind,
+        device=f"/dev/{b.drive_name}",
+        block_device=b.drive_name,
+        serial=b.serial,
+        wwn=b.wwid,
+        model=b.model,
+        firmware=b.firmware,
+        capacity_bytes=b.size_bytes,
+        is_ssd=None if b.rotational is None else not b.rotational,
+        sources={"identity": "sysfs"},
+    )
+
+
+def _add_io(a: Optional[IoStats], b: IoStats) -> IoStats:
+    if a is None:
+        return b
+    values = {}
+    for name in b.__dataclass_fields__:
+        x, y = getattr(a, name), getattr(b, name)
+        values[name] = None if x is None or y is None else x + y
+    return IoStats(**values)

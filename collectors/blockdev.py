@@ -1,0 +1,138 @@
+"""Block devices as the kernel sees them in sysfs.
+
+No tool and no privilege is needed: ``/sys/block/<dev>/`` tells the name, size, whether the
+device rotates, and often the model and serial. The agent uses it to find drives that no tool
+can read (a virtual disk, a drive behind a controller smartctl cannot pass through) and to map
+NVMe namespaces and Shannon ``dfX`` devices to their drive.
+
+Layout read (all optional except ``size``)::
+
+    /sys/block/sda/size                  512-byte sectors, always, whatever the sector size
+    /sys/block/sda/queue/rotational      1 spinning, 0 flash
+    /sys/block/sda/device/model          "INTEL SSDSC2BB480G7"
+    /sys/block/sda/device/serial         (NVMe, virtio) or device/vpd_pg80 (SCSI)
+    /sys/block/sda/device/wwid           "naa.55cd2e414e2d1a4b" or "t10.ATA ..."
+    /sys/block/sda/device/firmware_rev   (NVMe) or device/rev (SCSI/ATA)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional
+
+from agent.model import ParseError
+
+# Devices that are not drives: partitions are handled by their parent; these are virtual.
+_NOT_A_DRIVE = re.compile(r"^(loop|ram|zram|dm-|md|sr|fd|nbd|rbd|drbd)\d*")
+
+SECTOR_BYTES = 512  # sysfs "size" counts 512-byte units regardless of the logical block size
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    name: str  # sda, nvme0n1, dfa, vda
+    size_bytes: Optional[int]
+    rotational: Optional[bool]
+    model: Optional[str] = None
+    serial: Optional[str] = None
+    wwid: Optional[str] = None
+    firmware: Optional[str] = None
+    transport: Optional[str] = None  # nvme, shannon, virtio, scsi
+
+    @property
+    def drive_name(self) -> str:
+        """The drive this device belongs to: nvme0n1 -> nvme0 (the controller holds SMART)."""
+        m = re.match(r"^(nvme\d+)n\d+$", self.name)
+        return m.group(1) if m else self.name
+
+
+def is_candidate(name: str) -> bool:
+    return not _NOT_A_DRIVE.match(name)
+
+
+def _clean(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    value = value.replace("\x00", "").strip()
+    return value or None
+
+
+def parse_block_device(name: str, files: Mapping[str, str]) -> BlockDevice:
+    """Build a :class:`BlockDevice` from the sysfs files read for ``name`` (relative paths as
+    keys: ``size``, ``queue/rotational``, ``device/model`` ...)."""
+    size_text = _clean(files.get("size"))
+    size: Optional[int] = None
+    if size_text is not None:
+        if not size_text.isdigit():
+            raise ParseError(f"{name}/size: not a number: {size_text!r}")
+        size = int(size_text) * SECTOR_BYTES
+    rot_text = _clean(files.get("queue/rotational"))
+    rotational: Optional[bool] = None
+    if rot_text is not None:
+        if rot_text not in ("0", "1"):
+            raise ParseError(f"{name}/queue/rotational: expected 0 or 1, got {rot_text!r}")
+        rotational = rot_text == "1"
+    serial = _clean(files.get("device/serial")) or _clean(files.get("serial"))
+    wwid = _clean(files.get("device/wwid")) or _clean(files.get("wwid"))
+    firmware = _clean(files.get("device/firmware_rev")) or _clean(files.get("device/rev"))
+    if name.startswith("nvme"):
+        transport = "nvme"
+    elif re.match(r"^df[a-z]+$", name):
+        transport = "shannon"
+    elif name.startswith("vd"):
+        transport = "virtio"
+    else:
+        transport = "scsi" if name.startswith("sd") else None
+    return BlockDevice(
+        name=name,
+        size_bytes=size,
+        rotational=rotational,
+        model=_clean(files.get("device/model")),
+        serial=serial,
+        wwid=wwid,
+        firmware=firmware,
+        transport=transport,
+    )
+
+
+_FILES = (
+    "size",
+    "queue/rotational",
+    "serial",
+    "wwid",
+    "device/model",
+    "device/serial",
+    "device/wwid",
+    "device/firmware_rev",
+    "device/rev",
+)
+
+
+def read_block_devices(sysfs_root: str = "/sys") -> List[BlockDevice]:
+    """List whole-disk block devices under ``<sysfs_root>/block``; unreadable files are skipped,
+    a device that vanishes while being read is left out."""
+    base = os.path.join(sysfs_root, "block")
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    out: List[BlockDevice] = []
+    for name in names:
+        if not is_candidate(name):
+            continue
+        files: Dict[str, str] = {}
+        for rel in _FILES:
+            try:
+                with open(os.path.join(base, name, rel), encoding="utf-8", errors="replace") as fh:
+                    files[rel] = fh.read(4096)
+            except OSError:
+                continue
+        if "size" not in files:
+            continue
+        try:
+            out.append(parse_block_device(name, files))
+        except ParseError:
+            continue
+    return out

@@ -1,0 +1,57 @@
+"""Shared test helpers.
+
+Fixture files are real tool output copied from ../shared/fixtures with their PROVENANCE rows.
+Tests load them through :func:`fixture_path` / :func:`read_fixture`, which records every file
+used so that ``test_fixtures_inventory.py`` can prove each committed fixture is loaded by a test.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_USED = set()
+
+
+def fixture_path(relative: str) -> Path:
+    """Path of a fixture file (relative to tests/fixtures), recorded as used."""
+    path = FIXTURES / relative
+    if not path.exists():
+        raise FileNotFoundError(f"fixture {relative} is not in tests/fixtures")
+    _USED.add(path.relative_to(FIXTURES).as_posix())
+    return path
+
+
+def read_fixture(relative: str) -> bytes:
+    return fixture_path(relative).read_bytes()
+
+
+def fixture_files(folder: str, suffix: str = ""):
+    """All fixture files under a folder (recorded as used), sorted."""
+    base = FIXTURES / folder
+    out = []
+    for p in sorted(base.rglob("*")):
+        if p.is_file() and p.name.endswith(suffix) and p.name != "PROVENANCE.tsv":
+            out.append(fixture_path(p.relative_to(FIXTURES).as_posix()))
+    return out
+
+
+def used_fixtures():
+    return set(_USED)
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+def pytest_configure(config):
+    os.environ.setdefault("LC_ALL", "C")
