@@ -1,0 +1,341 @@
+"""What ATA SMART attributes mean, as a table.
+
+An attribute ID on its own says little: 231 is ``SSD_Life_Left`` on a Kingston and
+``Temperature_Celsius`` on another drive, 233 is Intel's ``Media_Wearout_Indicator``, Phison's
+``Flash_Writes_GiB`` or a Dell-firmware ``Total_LBAs_Written``, and 202 is Micron's
+``Percent_Lifetime_Remain`` but a Samsung ``Exception_Mode_Status``. smartctl already applies
+its drive database when it prints a name, so the key here is (ID, printed name, optional model
+family pattern). Each row says what the value means, its unit, and whether to read the
+normalized (VALUE) column or the raw counter.
+
+The rows were learnt from real output (tests/fixtures/smartctl-json and the shared
+smartctl-text corpus). A name that is not in the table means nothing to us: better absent than
+wrong.
+
+:func:`interpret_attributes` applies the table to one drive's attribute list and returns the
+chosen value per meaning in base units, with the row that produced it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+# Meanings.
+LIFE_LEFT = "life_left"  # percent of rated life remaining
+LIFE_USED = "life_used"  # percent of rated life consumed (may exceed 100)
+# life left read off a wear-levelling counter's normalized value: a fallback only
+WEAR_LEVELLING_LEFT = "wear_levelling_left"
+HOST_WRITTEN = "host_written"
+HOST_READ = "host_read"
+NAND_WRITTEN = "nand_written"
+SPARE_LEFT = "spare_left"  # percent of reserve blocks still available
+HOST_PROGRAM_PAGES = "host_program_pages"  # Micron: NAND pages programmed for host writes
+BACKGROUND_PROGRAM_PAGES = "background_program_pages"  # Micron: pages programmed by the FTL
+TEMPERATURE = "temperature"
+REALLOCATED = "reallocated"
+REALLOCATION_EVENTS = "reallocation_events"
+PENDING = "pending"
+OFFLINE_UNCORRECTABLE = "offline_uncorrectable"
+PROGRAM_FAIL = "program_fail"
+ERASE_FAIL = "erase_fail"
+
+DEFECT_MEANINGS = (
+    REALLOCATED,
+    REALLOCATION_EVENTS,
+    PENDING,
+    OFFLINE_UNCORRECTABLE,
+    PROGRAM_FAIL,
+    ERASE_FAIL,
+)
+
+# Units. "lba" is multiplied by the drive's logical sector size.
+PERCENT = "percent"
+LBA = "lba"
+UNIT_32MIB = "32MiB"
+GIB = "GiB"
+GB = "GB"  # decimal gigabytes, 10**9
+MIB = "MiB"
+COUNT = "count"
+PAGES = "pages"
+CELSIUS = "celsius"
+
+_BYTES_PER_UNIT = {
+    UNIT_32MIB: 32 * 1024 * 1024,
+    GIB: 1024**3,
+    GB: 1000**3,
+    MIB: 1024 * 1024,
+}
+
+# Which column to read.
+NORMALIZED = "normalized"
+RAW = "raw"
+# Vendors disagree where the percentage lives: Phison/Silicon Motion firmware keep the
+# normalized VALUE at 100 and count down in the raw field, SandForce does the opposite and
+# leaves raw at 0. Read raw when it is a plausible percentage (1..100), else normalized.
+RAW_PERCENT = "raw_percent"
+
+
+@dataclass(frozen=True)
+class AttributeRule:
+    """One row of the table."""
+
+    attr_id: int
+    name: str  # exactly as smartctl prints it
+    meaning: str
+    unit: str
+    value: str  # NORMALIZED, RAW or RAW_PERCENT
+    family: Optional[str] = None  # regex searched in "model_family model_name"; None = any drive
+    note: str = ""
+
+    def matches(self, attr_id: int, name: str, drive: str) -> bool:
+        if attr_id != self.attr_id or name != self.name:
+            return False
+        return self.family is None or re.search(self.family, drive, re.IGNORECASE) is not None
+
+
+_R = AttributeRule
+
+# Order matters inside one meaning: the first row that yields a valid value wins. Family
+# rows come before generic rows with the same (ID, name).
+ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
+    # ---- life left / used -------------------------------------------------------------
+    _R(202, "Percent_Lifetime_Remain", LIFE_LEFT, PERCENT, NORMALIZED,
+       note="Crucial/Micron: the raw field counts percent used, the normalized value is left"),
+    _R(202, "Percent_Lifetime_Used", LIFE_USED, PERCENT, RAW),
+    _R(202, "Perc_Rated_Life_Used", LIFE_USED, PERCENT, RAW),
+    _R(231, "SSD_Life_Left", LIFE_LEFT, PERCENT, RAW_PERCENT,
+       note="Kingston/Phison count down in raw, SandForce in normalized"),
+    _R(231, "SSD_Life_Left_Perc", LIFE_LEFT, PERCENT, NORMALIZED),
+    _R(231, "Lifetime_Left", LIFE_LEFT, PERCENT, NORMALIZED),
+    _R(231, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT),
+    _R(169, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT,
+       note="Silicon Motion: normalized stays 100, raw is the percentage"),
+    _R(233, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT),
+    _R(233, "Media_Wearout_Indicator", LIFE_LEFT, PERCENT, NORMALIZED,
+       note="Intel: normalized falls from 100 to 1 as rated P/E cycles are used"),
+    _R(230, "Media_Wearout_Indicator", LIFE_LEFT, PERCENT, NORMALIZED),
+    _R(245, "Percent_Life_Remaining", LIFE_LEFT, PERCENT, NORMALIZED),
+    _R(245, "Drive_Life_Remaining%", LIFE_LEFT, PERCENT, NORMALIZED),
+    _R(245, "DriveLife_Used%", LIFE_USED, PERCENT, RAW),
+    _R(177, "DriveLife_Remaining%", LIFE_LEFT, PERCENT, RAW_PERCENT),
+    _R(201, "Lifetime_Remaining%", LIFE_LEFT, PERCENT, NORMALIZED),
+    # Wear-levelling counters: the raw field is an erase count, the normalized value is the
+    # vendor's life-left percentage (Samsung 177, Crucial/Micron 173). Used only when no
+    # explicit life attribute exists.
+    _R(177, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED),
+    _R(173, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED),
+    # ---- host writes ------------------------------------------------------------------
+    # Explicit units first: on Dell-firmware Intel S3520s smartctl prints 241 and 233 as
+    # Total_LBAs_Written, but they carry the same number as 225 Host_Writes_32MiB.
+    _R(225, "Host_Writes_32MiB", HOST_WRITTEN, UNIT_32MIB, RAW),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"Dell Certified Intel S3520",
+       note="Intel firmware counts 32 MiB units under the generic name"),
+    _R(233, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"Dell Certified Intel S3520"),
+    _R(241, "Host_Writes_32MiB", HOST_WRITTEN, UNIT_32MIB, RAW),
+    _R(241, "Lifetime_Writes_GiB", HOST_WRITTEN, GIB, RAW,
+       note="SandForce/Phison count GiB, not sectors: never multiply by 512"),
+    _R(241, "Host_Writes_GiB", HOST_WRITTEN, GIB, RAW),
+    _R(241, "Total_Writes_GiB", HOST_WRITTEN, GIB, RAW),
+    _R(241, "Total_Writes_GB", HOST_WRITTEN, GB, RAW),
+    _R(241, "Total_Host_GB_Written", HOST_WRITTEN, GB, RAW),
+    _R(241, "Lifetime_Wts_Frm_Hst_GB", HOST_WRITTEN, GB, RAW),
+    _R(175, "Host_Writes_MiB", HOST_WRITTEN, MIB, RAW),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, LBA, RAW),
+    _R(246, "Total_LBAs_Written", HOST_WRITTEN, LBA, RAW, note="Crucial/Micron"),
+    _R(246, "Total_Host_Sector_Write", HOST_WRITTEN, LBA, RAW),
+    # ---- host reads -------------------------------------------------------------------
+    _R(242, "Host_Reads_32MiB", HOST_READ, UNIT_32MIB, RAW),
+    _R(242, "Lifetime_Reads_GiB", HOST_READ, GIB, RAW),
+    _R(242, "Host_Reads_GiB", HOST_READ, GIB, RAW),
+    _R(242, "Total_Host_GB_Read", HOST_READ, GB, RAW),
+    _R(242, "Lifetime_Rds_Frm_Hst_GB", HOST_READ, GB, RAW),
+    _R(174, "Host_Reads_MiB", HOST_READ, MIB, RAW),
+    _R(242, "Total_LBAs_Read", HOST_READ, LBA, RAW),
+    # ---- NAND writes ------------------------------------------------------------------
+    _R(243, "NAND_Writes_32MiB", NAND_WRITTEN, UNIT_32MIB, RAW),
+    _R(249, "NAND_Writes_1GiB", NAND_WRITTEN, GIB, RAW),
+    _R(243, "NAND_Writes_GiB", NAND_WRITTEN, GIB, RAW),
+    _R(233, "Flash_Writes_GiB", NAND_WRITTEN, GIB, RAW, note="Phison"),
+    _R(233, "NAND_GiB_Written", NAND_WRITTEN, GIB, RAW),
+    _R(233, "NAND_Writes_1GiB", NAND_WRITTEN, GIB, RAW),
+    _R(233, "Total_NAND_Writes_GiB", NAND_WRITTEN, GIB, RAW),
+    _R(233, "Lifetime_Nand_Writes", NAND_WRITTEN, GIB, RAW),
+    _R(233, "Lifetime_Wts_To_Flsh_GB", NAND_WRITTEN, GB, RAW),
+    _R(233, "NAND_GB_Written_TLC", NAND_WRITTEN, GB, RAW),
+    _R(249, "TLC_NAND_GB_Writes", NAND_WRITTEN, GB, RAW),
+    # Samsung PM8xx: counts 512-byte units like its 241 Total_LBAs_Written
+    _R(251, "NAND_Writes", NAND_WRITTEN, LBA, RAW),
+    # Micron: page counters only; page size is not reported, so they give write
+    # amplification (host + background pages) / host pages, not bytes.
+    _R(247, "Host_Program_Page_Count", HOST_PROGRAM_PAGES, PAGES, RAW),
+    _R(248, "Bckgnd_Program_Page_Cnt", BACKGROUND_PROGRAM_PAGES, PAGES, RAW),
+    _R(248, "FTL_Program_Page_Count", BACKGROUND_PROGRAM_PAGES, PAGES, RAW),
+    # ---- spare ------------------------------------------------------------------------
+    _R(232, "Available_Reservd_Space", SPARE_LEFT, PERCENT, NORMALIZED),
+    _R(170, "Available_Reservd_Space", SPARE_LEFT, PERCENT, NORMALIZED),
+    _R(232, "Perc_Avail_Resrvd_Space", SPARE_LEFT, PERCENT, NORMALIZED),
+    _R(170, "Reserved_Block_Pct", SPARE_LEFT, PERCENT, NORMALIZED),
+    _R(170, "Reserve_Block_Count", SPARE_LEFT, PERCENT, NORMALIZED),
+    # Samsung's normalized 180 is the percentage of reserve blocks left; Micron's 180
+    # normalized value is not a percentage (seen at 1 on a healthy 5100), so family only.
+    _R(180, "Unused_Rsvd_Blk_Cnt_Tot", SPARE_LEFT, PERCENT, NORMALIZED, family=r"Samsung"),
+    # ---- defects (raw counts) ---------------------------------------------------------
+    _R(5, "Reallocated_Sector_Ct", REALLOCATED, COUNT, RAW),
+    _R(5, "Reallocate_NAND_Blk_Cnt", REALLOCATED, COUNT, RAW),
+    _R(5, "Retired_Block_Count", REALLOCATED, COUNT, RAW),
+    _R(196, "Reallocated_Event_Count", REALLOCATION_EVENTS, COUNT, RAW),
+    _R(197, "Current_Pending_Sector", PENDING, COUNT, RAW),
+    _R(197, "Pending_Sector_Count", PENDING, COUNT, RAW),
+    _R(197, "Total_Pending_Sectors", PENDING, COUNT, RAW),
+    _R(197, "Current_Pending_ECC_Cnt", PENDING, COUNT, RAW),
+    _R(198, "Offline_Uncorrectable", OFFLINE_UNCORRECTABLE, COUNT, RAW),
+    _R(198, "Total_Offl_Uncorrectabl", OFFLINE_UNCORRECTABLE, COUNT, RAW),
+    _R(198, "Uncorrectable_Sector_Ct", OFFLINE_UNCORRECTABLE, COUNT, RAW),
+    _R(171, "Program_Fail_Count", PROGRAM_FAIL, COUNT, RAW),
+    _R(171, "Program_Fail_Ct", PROGRAM_FAIL, COUNT, RAW),
+    _R(181, "Program_Fail_Cnt_Total", PROGRAM_FAIL, COUNT, RAW),
+    _R(181, "Program_Fail_Count", PROGRAM_FAIL, COUNT, RAW),
+    _R(175, "Program_Fail_Count_Chip", PROGRAM_FAIL, COUNT, RAW),
+    _R(172, "Erase_Fail_Count", ERASE_FAIL, COUNT, RAW),
+    _R(172, "Erase_Fail_Ct", ERASE_FAIL, COUNT, RAW),
+    _R(182, "Erase_Fail_Count_Total", ERASE_FAIL, COUNT, RAW),
+    _R(182, "Erase_Fail_Count", ERASE_FAIL, COUNT, RAW),
+    _R(176, "Erase_Fail_Count_Chip", ERASE_FAIL, COUNT, RAW),
+    # ---- temperature (raw: the low field; smartctl's raw string starts with it) ------
+    _R(194, "Temperature_Celsius", TEMPERATURE, CELSIUS, RAW),
+    _R(194, "Temperature_Internal", TEMPERATURE, CELSIUS, RAW),
+    _R(194, "Temperature_Centigrade", TEMPERATURE, CELSIUS, RAW),
+    _R(194, "Drive_Temperature", TEMPERATURE, CELSIUS, RAW),
+    _R(190, "Temperature_Celsius", TEMPERATURE, CELSIUS, RAW),
+    _R(190, "Airflow_Temperature_Cel", TEMPERATURE, CELSIUS, RAW),
+    _R(190, "Temperature_Case", TEMPERATURE, CELSIUS, RAW),
+    _R(190, "Drive_Temperature", TEMPERATURE, CELSIUS, RAW),
+    _R(190, "Case_Temperature", TEMPERATURE, CELSIUS, RAW),
+    # smartctl's default name for 231 when the drive is not in its database; on such drives
+    # it is often not a temperature at all (raw 0 next to a real 194), so it comes last and
+    # is never read as life left.
+    _R(231, "Temperature_Celsius", TEMPERATURE, CELSIUS, RAW),
+)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One row of smartctl's attribute table, as far as we need it."""
+
+    attr_id: int
+    name: str
+    normalized: Optional[int]
+    threshold: Optional[int]
+    raw: Optional[int]
+    raw_string: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A value the table produced, in base units (percent stays percent here)."""
+
+    meaning: str
+    value: float
+    rule: AttributeRule
+    attribute: Attribute
+    column: str  # the column actually read: normalized or raw
+
+    @property
+    def source(self) -> str:
+        return f"ata {self.attribute.attr_id} {self.attribute.name} {self.column}"
+
+
+@dataclass
+class AttributeFindings:
+    """The first valid finding per meaning."""
+
+    by_meaning: Dict[str, Finding] = field(default_factory=dict)
+
+    def get(self, meaning: str) -> Optional[Finding]:
+        return self.by_meaning.get(meaning)
+
+    def value(self, meaning: str) -> Optional[float]:
+        found = self.by_meaning.get(meaning)
+        return None if found is None else found.value
+
+
+def find_rule(attr_id: int, name: str, drive: str = "") -> Optional[AttributeRule]:
+    """The first table row for this (ID, printed name) that applies to ``drive``
+    (``"model_family model_name"``)."""
+    for rule in ATTRIBUTE_TABLE:
+        if rule.matches(attr_id, name, drive):
+            return rule
+    return None
+
+
+def _leading_int(text: Optional[str]) -> Optional[int]:
+    if not text:
+        return None
+    match = re.match(r"\s*(\d+)", text)
+    return int(match.group(1)) if match else None
+
+
+def _read(rule: AttributeRule, attr: Attribute, sector_bytes: int) -> Optional[Tuple[float, str]]:
+    """The value of ``attr`` under ``rule`` in base units, or None when implausible."""
+    if rule.unit == PERCENT:
+        column = rule.value
+        if rule.value == RAW_PERCENT:
+            column = RAW if attr.raw is not None and 0 < attr.raw <= 100 else NORMALIZED
+        number = attr.normalized if column == NORMALIZED else attr.raw
+        if number is None:
+            return None
+        # A normalized value above 100 (200, 253) is not a percentage on this drive.
+        if number < 0 or (column == NORMALIZED and number > 100):
+            return None
+        if rule.meaning != LIFE_USED and number > 100:
+            return None
+        return float(number), column
+    if rule.unit == CELSIUS:
+        # The raw field packs current/min/max; smartctl's raw string starts with the current.
+        number = _leading_int(attr.raw_string)
+        if number is None and attr.raw is not None:
+            number = attr.raw & 0xFF
+        if number is None or not 0 < number < 150:
+            return None
+        return float(number), RAW
+    number = attr.normalized if rule.value == NORMALIZED else attr.raw
+    if number is None or number < 0:
+        return None
+    if rule.unit == LBA:
+        return float(number * sector_bytes), RAW
+    if rule.unit in _BYTES_PER_UNIT:
+        return float(number * _BYTES_PER_UNIT[rule.unit]), RAW
+    return float(number), RAW
+
+
+def interpret_attributes(
+    attributes: Iterable[Attribute],
+    model_family: Optional[str] = None,
+    model_name: Optional[str] = None,
+    logical_sector_bytes: Optional[int] = None,
+) -> AttributeFindings:
+    """Apply :data:`ATTRIBUTE_TABLE` to one drive. Byte meanings come back in bytes,
+    percentages as percent (0..100, life used may exceed 100), counts as counts."""
+    drive = f"{model_family or ''} {model_name or ''}"
+    sector_bytes = logical_sector_bytes or 512
+    attrs: List[Attribute] = list(attributes)
+    findings = AttributeFindings()
+    # Walk the table in order so that its row order is the priority within a meaning.
+    by_key: Dict[Tuple[int, str], List[Attribute]] = {}
+    for attr in attrs:
+        by_key.setdefault((attr.attr_id, attr.name), []).append(attr)
+    for rule in ATTRIBUTE_TABLE:
+        if rule.meaning in findings.by_meaning:
+            continue
+        for attr in by_key.get((rule.attr_id, rule.name), ()):
+            if not rule.matches(attr.attr_id, attr.name, drive):
+                continue
+            read = _read(rule, attr, sector_bytes)
+            if read is None:
+                continue
+            value, column = read
+            findings.by_meaning[rule.meaning] = Finding(rule.meaning, value, rule, attr, column)
+            break
+    return findings

@@ -1,0 +1,672 @@
+"""smartctl: probe (runs the tool) and pure parsers for its JSON output.
+
+``smartctl --json`` (smartmontools 7.0 and later) prints one object per call, for example::
+
+    {"smartctl": {"version": [7, 3], "exit_status": 0},
+     "device": {"name": "/dev/nvme1", "type": "nvme", "protocol": "NVMe"},
+     "model_name": "Micron_7450_MTFDKCC3T2TFS", "serial_number": "...",
+     "smart_status": {"passed": true}, "temperature": {"current": 33},
+     "nvme_smart_health_information_log": {"percentage_used": 0, "available_spare": 100,
+         "data_units_written": 1248078, "media_errors": 0, ...}}
+
+:func:`normalise_smartctl` turns such a dict into a :class:`DriveReading`; the text parser for
+smartmontools 5.x/6.x builds dicts in the same shape and calls it too, so every lookup here
+is defensive. ATA attribute meanings come from the table in :mod:`collectors.ata_attributes`.
+
+The exit status is a bitmask: bit 0 (command line) and bit 1 (device open / identify failed)
+mean there is no data; bits 2-7 are findings (checksum error, SMART failing, attributes at or
+below threshold now or in the past, error log and self-test log entries) that arrive with good
+output and must still be parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from agent.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
+from agent.runner import ToolResult, run_tool
+from collectors import ata_attributes as attrs
+
+# Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
+# cannot happen otherwise: bit 0 (bad command line) makes smartctl stop before it opens the
+# device, so bit 1 is never set together with it. smartctl's man page suggests this value.
+STANDBY_EXIT_STATUS = 3
+
+# Bits 0-1 of the exit status: command line did not parse, device open/identify failed.
+NO_DATA_BITS = 0x03
+
+# NVMe "data units" are thousands of 512-byte blocks (NVMe base spec, SMART/Health log).
+NVME_DATA_UNIT_BYTES = 512 * 1000
+
+# SCSI error counter log reports volume as decimal gigabytes, in a string.
+SCSI_GIGABYTE = 1000**3
+
+
+class NoSmartData(ParseError):
+    """smartctl produced no usable SMART data: the device could not be opened or identified,
+    the drive was asleep and skipped, or the output was empty."""
+
+
+@dataclass(frozen=True)
+class ScanEntry:
+    """One device from ``smartctl --scan`` / ``--scan-open``. A disk behind a RAID controller
+    or a USB bridge is its own entry, told apart by ``type`` (``sat+megaraid,3``)."""
+
+    name: str
+    type: str
+    protocol: Optional[str] = None  # ATA, SCSI, NVMe when smartctl says
+
+
+# --------------------------------------------------------------------------- typed lookups
+
+_KIND_CHECKS: Dict[str, Tuple[type, ...]] = {
+    "int": (int,),
+    "number": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+    "dict": (dict,),
+    "list": (list,),
+}
+
+
+def _lookup(doc: Any, path: str, kind: str) -> Any:
+    """Value at dotted ``path`` or None when absent; ParseError naming the field when it
+    has the wrong JSON type (a bool is not a number here, a number is not a string)."""
+    node = doc
+    parts = path.split(".")
+    for depth, part in enumerate(parts):
+        if node is None:
+            return None
+        if not isinstance(node, dict):
+            where = ".".join(parts[:depth]) or "document"
+            raise ParseError(f"smartctl JSON: {where} is {type(node).__name__}, expected an object")
+        node = node.get(part)
+    if node is None:
+        return None
+    wanted = _KIND_CHECKS[kind]
+    if isinstance(node, bool) and kind != "bool":
+        raise ParseError(f"smartctl JSON: {path} is a boolean, expected {kind}")
+    if not isinstance(node, wanted):
+        raise ParseError(f"smartctl JSON: {path} is {type(node).__name__}, expected {kind}")
+    return node
+
+
+def _big_counter(log: Dict[str, Any], key: str, path: str) -> Optional[int]:
+    """A counter that may exceed 64 bits (NVMe log fields are 128-bit). smartctl adds
+    ``KEY_s`` (decimal string) when the value leaves the JSON-safe 53-bit range and
+    ``KEY_le`` (little-endian byte array) beyond 64 bits; prefer those exact forms."""
+    text = log.get(key + "_s")
+    if text is not None:
+        if not isinstance(text, str) or not text.strip().isdigit():
+            raise ParseError(f"smartctl JSON: {path}.{key}_s is not a decimal string: {text!r}")
+        return int(text)
+    little = log.get(key + "_le")
+    if little is not None:
+        if not isinstance(little, list) or not all(
+            isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in little
+        ):
+            raise ParseError(f"smartctl JSON: {path}.{key}_le is not a byte array")
+        return int.from_bytes(bytes(little), "little")
+    return _lookup(log, key, "int")
+
+
+def _no_data_reason(doc: Dict[str, Any]) -> str:
+    messages = []
+    for message in doc.get("smartctl", {}).get("messages", []) if isinstance(doc.get("smartctl"), dict) else []:
+        if isinstance(message, dict) and isinstance(message.get("string"), str):
+            messages.append(message["string"])
+    return "; ".join(messages)
+
+
+def _is_standby_message(doc: Dict[str, Any]) -> bool:
+    reason = _no_data_reason(doc)
+    return "STANDBY mode" in reason or "SLEEP mode" in reason
+
+
+_CONTENT_KEYS = (
+    "serial_number",
+    "model_name",
+    "scsi_model_name",
+    "product",
+    "smart_status",
+    "ata_smart_attributes",
+    "nvme_smart_health_information_log",
+    "scsi_error_counter_log",
+    "power_on_time",
+)
+
+
+def _has_content(doc: Dict[str, Any]) -> bool:
+    return any(doc.get(key) not in (None, "", {}, []) for key in _CONTENT_KEYS)
+
+
+# --------------------------------------------------------------------------- normalise
+
+
+def _kind(doc: Dict[str, Any]) -> str:
+    protocol = (_lookup(doc, "device.protocol", "str") or "").lower()
+    if protocol == "nvme":
+        return KIND_NVME
+    if protocol == "ata":
+        return KIND_ATA
+    if protocol == "scsi":
+        return KIND_SCSI
+    # Dicts without a protocol (older output, the text parser): infer from what is there.
+    if "nvme_smart_health_information_log" in doc:
+        return KIND_NVME
+    if "ata_smart_attributes" in doc or "ata_version" in doc:
+        return KIND_ATA
+    dev_type = (_lookup(doc, "device.type", "str") or "").lower()
+    if dev_type.startswith("nvme") or dev_type.startswith("snt"):
+        return KIND_NVME
+    if dev_type.startswith(("sat", "ata", "usb")):
+        return KIND_ATA
+    return KIND_SCSI
+
+
+def _wwn(doc: Dict[str, Any]) -> Optional[str]:
+    wwn = _lookup(doc, "wwn", "dict")
+    if wwn is not None:
+        naa = _lookup(doc, "wwn.naa", "int")
+        oui = _lookup(doc, "wwn.oui", "int")
+        ident = _lookup(doc, "wwn.id", "int")
+        if naa is not None and oui is not None and ident is not None:
+            # NAA 5 layout: 4-bit NAA, 24-bit IEEE OUI, 36-bit vendor id: 16 hex digits,
+            # the same digits smartctl prints as "LU WWN Device Id: 5 0014ee 2b6b0e7e1".
+            return f"{naa:x}{oui:06x}{ident:09x}"
+    lu_id = _lookup(doc, "logical_unit_id", "str")
+    if lu_id and re.fullmatch(r"(0x)?[0-9a-fA-F]+", lu_id):
+        return lu_id.lower().removeprefix("0x")
+    return None
+
+
+_BLOCK_DEVICE = re.compile(r"/dev/((?:sd|hd|vd|xvd)[a-z]+|nvme\d+(?:n\d+)?)$")
+_PASS_THROUGH = re.compile(r"megaraid|cciss|aacraid|areca|3ware|hpt|intelliprop|jmb39x|jms56x")
+
+
+def _block_device(name: str, dev_type: Optional[str]) -> Optional[str]:
+    if dev_type and _PASS_THROUGH.search(dev_type):
+        return None  # the /dev name is the controller, not this disk
+    match = _BLOCK_DEVICE.search(name)
+    return match.group(1) if match else None
+
+
+def _attributes(doc: Dict[str, Any]) -> List[attrs.Attribute]:
+    table = _lookup(doc, "ata_smart_attributes.table", "list")
+    out: List[attrs.Attribute] = []
+    for index, row in enumerate(table or []):
+        where = f"ata_smart_attributes.table[{index}]"
+        if not isinstance(row, dict):
+            raise ParseError(f"smartctl JSON: {where} is {type(row).__name__}, expected an object")
+        try:
+            attr_id = _lookup(row, "id", "int")
+            if attr_id is None:
+                raise ParseError("smartctl JSON: id is missing")
+            name = _lookup(row, "name", "str") or ""
+            out.append(
+                attrs.Attribute(
+                    attr_id=attr_id,
+                    name=name,
+                    normalized=_lookup(row, "value", "int"),
+                    threshold=_lookup(row, "thresh", "int"),
+                    raw=_lookup(row, "raw.value", "int"),
+                    raw_string=_lookup(row, "raw.string", "str"),
+                )
+            )
+        except ParseError as exc:
+            raise ParseError(str(exc).replace("smartctl JSON: ", f"smartctl JSON: {where}.")) from None
+    return out
+
+
+def _device_statistics(doc: Dict[str, Any]) -> Dict[str, int]:
+    """ATA device statistics (``--log=devstat`` / ``--log=ssd``) by entry name."""
+    pages = _lookup(doc, "ata_device_statistics.pages", "list")
+    out: Dict[str, int] = {}
+    for p_index, page in enumerate(pages or []):
+        if not isinstance(page, dict):
+            raise ParseError(f"smartctl JSON: ata_device_statistics.pages[{p_index}] is not an object")
+        rows = _lookup(page, "table", "list") or []
+        for r_index, row in enumerate(rows):
+            where = f"ata_device_statistics.pages[{p_index}].table[{r_index}]"
+            if not isinstance(row, dict):
+                raise ParseError(f"smartctl JSON: {where} is not an object")
+            name = row.get("name")
+            value = row.get("value")
+            flags = row.get("flags")
+            if isinstance(flags, dict) and flags.get("valid") is False:
+                continue
+            if isinstance(name, str) and isinstance(value, int) and not isinstance(value, bool):
+                out[name] = value
+    return out
+
+
+def _ratio(percent: float) -> float:
+    return min(1.0, max(0.0, percent / 100.0))
+
+
+def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
+    """One smartctl JSON document (or a dict in the same shape) as a :class:`DriveReading`.
+
+    ``device`` overrides the path smartctl reports (the poller knows what it asked for)."""
+    if not isinstance(doc, dict):
+        raise ParseError(f"smartctl JSON: document is {type(doc).__name__}, expected an object")
+    exit_status = _lookup(doc, "smartctl.exit_status", "int")
+    if not _has_content(doc):
+        reason = _no_data_reason(doc) or "no identity or SMART data in the output"
+        raise NoSmartData(f"smartctl exit status {exit_status}: {reason}")
+
+    kind = _kind(doc)
+    dev_name = device or _lookup(doc, "device.name", "str") or "unknown"
+    dev_type = _lookup(doc, "device.type", "str")
+    sources: Dict[str, str] = {}
+    extra: Dict[str, str] = {}
+    version = _lookup(doc, "smartctl.version", "list")
+    if version and all(isinstance(v, int) for v in version):
+        extra["smartctl_version"] = ".".join(str(v) for v in version)
+
+    model = _lookup(doc, "model_name", "str") or _lookup(doc, "scsi_model_name", "str")
+    vendor = _lookup(doc, "scsi_vendor", "str") or _lookup(doc, "vendor", "str")
+    product = _lookup(doc, "scsi_product", "str") or _lookup(doc, "product", "str")
+    if model is None and product:
+        model = f"{vendor} {product}" if vendor else product
+    model_family = _lookup(doc, "model_family", "str")
+    sector = _lookup(doc, "logical_block_size", "int")
+    capacity = _lookup(doc, "user_capacity.bytes", "int")
+    if capacity is None:
+        capacity = _lookup(doc, "nvme_total_capacity", "int")
+
+    rotation = _lookup(doc, "rotation_rate", "int")
+    is_ssd: Optional[bool] = None
+    if kind == KIND_NVME or rotation == 0:
+        is_ssd = True  # smartctl prints rotation 0 as "Solid State Device"
+    elif rotation is not None and rotation > 0:
+        is_ssd = False
+
+    power_on_seconds = None
+    hours = _lookup(doc, "power_on_time.hours", "int")
+    if hours is not None:
+        power_on_seconds = hours * 3600 + (_lookup(doc, "power_on_time.minutes", "int") or 0) * 60
+    power_cycles = _lookup(doc, "power_cycle_count", "int")
+
+    temp_current = _lookup(doc, "temperature.current", "number")
+    temp_max = _lookup(doc, "temperature.lifetime_max", "number")
+    temp_limit = _lookup(doc, "temperature.op_limit_max", "number")
+    if temp_limit is None:
+        temp_limit = _lookup(doc, "temperature.drive_trip", "number")
+    if kind == KIND_SCSI and not temp_current:
+        # RAID volumes and drives without a temperature log page report 0 (and trip 0).
+        temp_current = None
+    if temp_limit == 0:
+        temp_limit = None
+    extra_temps: List[Temperature] = []
+
+    fields: Dict[str, Any] = {}
+    defects: Dict[str, int] = {}
+
+    if kind == KIND_NVME:
+        log = _lookup(doc, "nvme_smart_health_information_log", "dict") or {}
+        path = "nvme_smart_health_information_log"
+        used = _lookup(log, "percentage_used", "int")
+        if used is not None:
+            # percentage_used may exceed 100 (up to 255) once the rated life is passed.
+            fields["life_left_ratio"] = max(0.0, 1.0 - used / 100.0)
+            sources["life_left_ratio"] = "nvme percentage_used"
+        spare = _lookup(log, "available_spare", "int")
+        if spare is not None:
+            fields["spare_left_ratio"] = _ratio(spare)
+            sources["spare_left_ratio"] = "nvme available_spare"
+        threshold = _lookup(log, "available_spare_threshold", "int")
+        if threshold is not None:
+            fields["spare_threshold_ratio"] = _ratio(threshold)
+        fields["critical_warning"] = _lookup(log, "critical_warning", "int")
+        fields["media_errors"] = _big_counter(log, "media_errors", path)
+        written = _big_counter(log, "data_units_written", path)
+        if written is not None:
+            fields["host_written_bytes"] = written * NVME_DATA_UNIT_BYTES
+            sources["host_written_bytes"] = "nvme data_units_written x 512000"
+        read = _big_counter(log, "data_units_read", path)
+        if read is not None:
+            fields["host_read_bytes"] = read * NVME_DATA_UNIT_BYTES
+            sources["host_read_bytes"] = "nvme data_units_read x 512000"
+        if power_on_seconds is None:
+            log_hours = _big_counter(log, "power_on_hours", path)
+            power_on_seconds = None if log_hours is None else log_hours * 3600
+        if power_cycles is None:
+            power_cycles = _big_counter(log, "power_cycles", path)
+        if temp_current is None:
+            temp_current = _lookup(log, "temperature", "number")
+        for key in ("unsafe_shutdowns", "num_err_log_entries"):
+            value = _big_counter(log, key, path)
+            if value is not None:
+                extra[key] = str(value)
+        sensors = _lookup(log, "temperature_sensors", "list") or []
+        for index, celsius in enumerate(sensors, start=1):
+            # Unused sensor slots are skipped by smartctl; guard against nulls anyway.
+            if isinstance(celsius, (int, float)) and not isinstance(celsius, bool):
+                extra_temps.append(Temperature(sensor=f"sensor_{index}", celsius=float(celsius)))
+
+    elif kind == KIND_ATA:
+        findings = attrs.interpret_attributes(_attributes(doc), model_family, model, sector)
+        devstat = _device_statistics(doc)
+
+        def note(field_name: str, meaning: str) -> Optional[attrs.Finding]:
+            found = findings.get(meaning)
+            if found is not None:
+                sources[field_name] = found.source
+            return found
+
+        life = note("life_left_ratio", attrs.LIFE_LEFT)
+        if life is not None:
+            fields["life_left_ratio"] = _ratio(life.value)
+        else:
+            used_finding = findings.get(attrs.LIFE_USED)
+            if used_finding is not None:
+                fields["life_left_ratio"] = max(0.0, 1.0 - used_finding.value / 100.0)
+                sources["life_left_ratio"] = used_finding.source
+            elif "Percentage Used Endurance Indicator" in devstat:
+                fields["life_left_ratio"] = max(
+                    0.0, 1.0 - devstat["Percentage Used Endurance Indicator"] / 100.0
+                )
+                sources["life_left_ratio"] = "ata devstat Percentage Used Endurance Indicator"
+            else:
+                wear = note("life_left_ratio", attrs.WEAR_LEVELLING_LEFT)
+                if wear is not None:
+                    fields["life_left_ratio"] = _ratio(wear.value)
+
+        host = note("host_written_bytes", attrs.HOST_WRITTEN)
+        if host is not None:
+            fields["host_written_bytes"] = int(host.value)
+        elif "Logical Sectors Written" in devstat:
+            fields["host_written_bytes"] = devstat["Logical Sectors Written"] * (sector or 512)
+            sources["host_written_bytes"] = "ata devstat Logical Sectors Written x sector size"
+        read_f = note("host_read_bytes", attrs.HOST_READ)
+        if read_f is not None:
+            fields["host_read_bytes"] = int(read_f.value)
+        elif "Logical Sectors Read" in devstat:
+            fields["host_read_bytes"] = devstat["Logical Sectors Read"] * (sector or 512)
+            sources["host_read_bytes"] = "ata devstat Logical Sectors Read x sector size"
+
+        nand = note("nand_written_bytes", attrs.NAND_WRITTEN)
+        host_bytes = fields.get("host_written_bytes")
+        if nand is not None:
+            fields["nand_written_bytes"] = int(nand.value)
+            if host_bytes:
+                fields["write_amplification"] = nand.value / host_bytes
+                sources["write_amplification"] = f"{nand.source} / {sources['host_written_bytes']}"
+        else:
+            host_pages = findings.get(attrs.HOST_PROGRAM_PAGES)
+            background = findings.get(attrs.BACKGROUND_PROGRAM_PAGES)
+            if host_pages is not None and background is not None and host_pages.value > 0:
+                # Micron's own definition: (host pages + FTL/background pages) / host pages.
+                amplification = (host_pages.value + background.value) / host_pages.value
+                fields["write_amplification"] = amplification
+                sources["write_amplification"] = f"({host_pages.source} + {background.source}) / host pages"
+                if host_bytes:
+                    # Page size is not reported: NAND bytes are estimated from host bytes.
+                    fields["nand_written_bytes"] = int(host_bytes * amplification)
+                    sources["nand_written_bytes"] = "estimated: host_written_bytes x write_amplification"
+
+        spare = note("spare_left_ratio", attrs.SPARE_LEFT)
+        if spare is not None:
+            fields["spare_left_ratio"] = _ratio(spare.value)
+            if spare.column == attrs.NORMALIZED and spare.attribute.threshold:
+                # The threshold is on the same 0..100 normalized scale as the value.
+                fields["spare_threshold_ratio"] = _ratio(spare.attribute.threshold)
+
+        for meaning in attrs.DEFECT_MEANINGS:
+            value = findings.value(meaning)
+            if value is not None:
+                defects[meaning] = int(value)
+
+        if temp_current is None:
+            temp_current = findings.value(attrs.TEMPERATURE)
+            if temp_current is None:
+                temp_current = devstat.get("Current Temperature")
+        if temp_max is None:
+            temp_max = devstat.get("Highest Temperature")
+        if temp_limit is None:
+            temp_limit = devstat.get("Specified Maximum Operating Temperature")
+
+    else:  # SCSI / SAS
+        used = _lookup(doc, "scsi_percentage_used_endurance_indicator", "int")
+        if used is not None:
+            fields["life_left_ratio"] = max(0.0, 1.0 - used / 100.0)
+            sources["life_left_ratio"] = "scsi percentage used endurance indicator"
+        grown = _lookup(doc, "scsi_grown_defect_list", "int")
+        if grown is not None:
+            defects["grown_defect"] = grown
+        uncorrected: Optional[int] = None
+        for direction in ("read", "write", "verify"):
+            count = _lookup(doc, f"scsi_error_counter_log.{direction}.total_uncorrected_errors", "int")
+            if count is not None:
+                uncorrected = (uncorrected or 0) + count
+        fields["media_errors"] = uncorrected
+        for direction, field_name in (("write", "host_written_bytes"), ("read", "host_read_bytes")):
+            path = f"scsi_error_counter_log.{direction}.gigabytes_processed"
+            text = _lookup(doc, path, "str")
+            if text is None:
+                continue
+            try:
+                gigabytes = float(text)
+            except ValueError:
+                raise ParseError(f"smartctl JSON: {path} is not a number: {text!r}") from None
+            fields[field_name] = int(round(gigabytes * SCSI_GIGABYTE))
+            sources[field_name] = f"scsi error counter log {direction} gigabytes processed x 10^9"
+
+    temperatures: List[Temperature] = []
+    if temp_current is not None:
+        temperatures.append(
+            Temperature(
+                sensor="drive",
+                celsius=float(temp_current),
+                max_celsius=None if temp_max is None else float(temp_max),
+                limit_celsius=None if temp_limit is None else float(temp_limit),
+            )
+        )
+    temperatures.extend(extra_temps)
+
+    status = _lookup(doc, "smart_status.passed", "bool")
+    reading = DriveReading(
+        kind=kind,
+        device=dev_name,
+        serial=_lookup(doc, "serial_number", "str"),
+        wwn=_wwn(doc),
+        model=model,
+        model_family=model_family,
+        vendor=vendor,
+        firmware=_lookup(doc, "firmware_version", "str")
+        or _lookup(doc, "scsi_revision", "str")
+        or _lookup(doc, "revision", "str"),
+        block_device=_block_device(dev_name, dev_type),
+        device_type=dev_type,
+        is_ssd=is_ssd,
+        capacity_bytes=capacity,
+        logical_sector_bytes=sector,
+        smart_healthy=status,
+        defects=defects,
+        temperatures=tuple(temperatures),
+        power_on_seconds=power_on_seconds,
+        power_cycles=power_cycles,
+        tool_exit_status=exit_status,
+        sources=sources,
+        extra=extra,
+        **{k: v for k, v in fields.items() if v is not None},
+    )
+    if _is_standby_message(doc):
+        reading = reading.replace(power_state="standby")
+    return reading
+
+
+def parse_smartctl_json(data: Union[bytes, str], device: Optional[str] = None) -> DriveReading:
+    """Parse the output of ``smartctl --json ... DEVICE``."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(f"smartctl JSON: not UTF-8 at byte {exc.start}") from None
+    if not data.strip():
+        raise NoSmartData("smartctl printed nothing")
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise ParseError(f"smartctl JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ParseError(f"smartctl JSON: document is {type(doc).__name__}, expected an object")
+    exit_status = _lookup(doc, "smartctl.exit_status", "int")
+    if exit_status is not None and exit_status & NO_DATA_BITS and not _has_content(doc):
+        reason = _no_data_reason(doc) or "device open or identify failed"
+        raise NoSmartData(f"smartctl exit status {exit_status}: {reason}")
+    return normalise_smartctl(doc, device)
+
+
+# --------------------------------------------------------------------------- scan
+
+
+def parse_scan_json(data: Union[bytes, str]) -> List[ScanEntry]:
+    """Parse ``smartctl --scan[-open] --json``."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", errors="replace")
+    if not data.strip():
+        raise ParseError("smartctl scan JSON: empty output")
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise ParseError(f"smartctl scan JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ParseError(f"smartctl scan JSON: document is {type(doc).__name__}, expected an object")
+    devices = doc.get("devices", [])
+    if not isinstance(devices, list):
+        raise ParseError(f"smartctl scan JSON: devices is {type(devices).__name__}, expected a list")
+    out: List[ScanEntry] = []
+    for index, entry in enumerate(devices):
+        if not isinstance(entry, dict):
+            raise ParseError(f"smartctl scan JSON: devices[{index}] is not an object")
+        name, dev_type, protocol = entry.get("name"), entry.get("type"), entry.get("protocol")
+        if not isinstance(name, str) or not name:
+            raise ParseError(f"smartctl scan JSON: devices[{index}].name is missing or not a string")
+        if not isinstance(dev_type, str) or not dev_type:
+            raise ParseError(f"smartctl scan JSON: devices[{index}].type is missing or not a string")
+        if protocol is not None and not isinstance(protocol, str):
+            raise ParseError(f"smartctl scan JSON: devices[{index}].protocol is not a string")
+        out.append(ScanEntry(name=name, type=dev_type, protocol=protocol))
+    return out
+
+
+_SCAN_LINE = re.compile(r"^(?P<name>\S+)\s+-d\s+(?P<type>\S+)(?:\s+#\s*(?P<comment>.*))?$")
+_SCAN_PROTOCOL = re.compile(r",\s*(ATA|SCSI|NVMe)\s+device\s*$")
+
+
+def parse_scan_text(text: Union[bytes, str]) -> List[ScanEntry]:
+    """Parse plain ``smartctl --scan`` / ``--scan-open``, one device a line::
+
+        /dev/bus/0 -d sat+megaraid,60 # /dev/bus/0 [megaraid_disk_60] [SAT], ATA device
+
+    ``--scan-open`` comments out devices it could not open (``# /dev/sdb -d scsi # ...``);
+    those are skipped."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    out: List[ScanEntry] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _SCAN_LINE.match(line)
+        if match is None:
+            raise ParseError(f"smartctl scan: line {number} is not 'DEVICE -d TYPE # ...': {line[:80]!r}")
+        protocol_match = _SCAN_PROTOCOL.search(match.group("comment") or "")
+        out.append(
+            ScanEntry(
+                name=match.group("name"),
+                type=match.group("type"),
+                protocol=protocol_match.group(1) if protocol_match else None,
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- version
+
+
+def smartctl_version(version_text: Union[bytes, str]) -> Optional[Tuple[int, int]]:
+    """(major, minor) from ``smartctl --version`` (first line ``smartctl 7.3 2022-02-28 ...``)."""
+    if isinstance(version_text, bytes):
+        version_text = version_text.decode("utf-8", errors="replace")
+    match = re.search(r"^smartctl\s+(\d+)\.(\d+)", version_text, re.MULTILINE)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def supports_json(version_text: Union[bytes, str]) -> bool:
+    """smartctl gained ``--json`` in 7.0; older versions need the text parser."""
+    version = smartctl_version(version_text)
+    return version is not None and version >= (7, 0)
+
+
+# --------------------------------------------------------------------------- probe
+
+Runner = Callable[..., ToolResult]
+
+
+def protocol_for_type(dev_type: str) -> Optional[str]:
+    """The protocol a ``-d TYPE`` speaks, when the type says so."""
+    lowered = dev_type.lower()
+    if lowered.startswith("nvme") or lowered.startswith("snt"):
+        return "NVMe"
+    if lowered.startswith(("sat", "ata", "usb")) or "+sat" in lowered:
+        return "ATA"
+    if lowered.startswith(("scsi", "megaraid", "cciss", "aacraid")):
+        return "SCSI"
+    return None
+
+
+def is_standby(result: ToolResult) -> bool:
+    """True when smartctl skipped a sleeping drive because of ``-n standby``."""
+    if result.exit_code == STANDBY_EXIT_STATUS:
+        return True
+    return b"STANDBY mode" in result.stdout or b"SLEEP mode" in result.stdout
+
+
+class SmartctlProbe:
+    """Runs smartctl with bounded time; parsing is left to the pure functions above."""
+
+    def __init__(self, tool: str = "smartctl", runner: Runner = run_tool, timeout: float = 30.0) -> None:
+        self.tool = tool
+        self.runner = runner
+        self.timeout = timeout
+
+    def _run(self, argv: Sequence[str]) -> ToolResult:
+        return self.runner(list(argv), timeout=self.timeout)
+
+    def version(self) -> ToolResult:
+        return self._run([self.tool, "--version"])
+
+    def scan(self, json_output: bool = True, open_devices: bool = True) -> ToolResult:
+        """``--scan-open --json``; ``json_output=False`` for smartctl before 7.0, and
+        ``open_devices=False`` for plain ``--scan``, which does not open each device."""
+        argv = [self.tool, "--scan-open" if open_devices else "--scan"]
+        if json_output:
+            argv.append("--json=c")
+        return self._run(argv)
+
+    def read_argv(self, device: str, dev_type: str, protocol: Optional[str] = None) -> List[str]:
+        """The argv for one drive: the cheapest sections that carry the health figures."""
+        protocol = protocol or protocol_for_type(dev_type)
+        argv = [self.tool, "--json=c", "--info", "--health", "--attributes"]
+        if protocol == "ATA":
+            # device statistics page 7 only: Percentage Used Endurance Indicator
+            argv.append("--log=ssd")
+        elif protocol == "SCSI":
+            # error counter log (bytes processed, uncorrected errors) and SSD media page
+            argv += ["--log=error", "--log=ssd"]
+        # NVMe: the SMART/Health log comes with --attributes.
+        argv += [f"--nocheck=standby,{STANDBY_EXIT_STATUS}", "-d", dev_type, device]
+        return argv
+
+    def read(self, device: str, dev_type: str, protocol: Optional[str] = None) -> ToolResult:
+        return self._run(self.read_argv(device, dev_type, protocol))
+
+    def is_standby(self, result: ToolResult) -> bool:
+        """See the module-level :func:`is_standby`; here for callers holding a probe."""
+        return is_standby(result)
