@@ -1,0 +1,530 @@
+"""Volatile write cache state, from the kernel and from the drive.
+
+Why it matters on a database host: with the cache on, an fsync can return once data is in the
+drive's RAM; with it off every fsync waits for flash. The project's source documents measured
+14,640 open_datasync/s with the cache on against 527/s with it off on the same consumer SSD
+(seeds/001). A drive that silently changed state (firmware update, a vendor tool, a reset after
+a power cut) changes the database's commit latency or its durability, and nothing else shows it.
+
+Sources, in the order the reader consults them:
+
+* ``/sys/block/<dev>/queue/write_cache`` (source ``sysfs_queue``, Linux 4.7+): the block
+  layer's belief, ``write back`` or ``write through``. It decides whether the kernel sends
+  flushes; an administrator can overwrite it without telling the drive, and for NVMe it only
+  says a volatile cache is *present*, not that it is enabled.
+* ``/sys/block/<dev>/device/scsi_disk/<H:C:T:L>/cache_type`` (the same file as
+  ``/sys/class/scsi_disk/<H:C:T:L>/cache_type``; source ``scsi_cache_type``): the WCE bit of
+  the drive's caching mode page as sd last read it. libata disks have it too.
+* the drive itself: ``hdparm -W`` (ATA IDENTIFY), ``nvme get-feature -f 6`` (Volatile Write
+  Cache feature), ``smartctl -g wcache --json``.
+
+Parsers are pure; :class:`WriteCacheReader` does the I/O through an injected sysfs root and an
+injected tool runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from agent.model import (
+    CACHE_DISABLED,
+    CACHE_ENABLED,
+    CACHE_UNKNOWN,
+    CACHE_UNSUPPORTED,
+    KIND_ATA,
+    KIND_NVME,
+    KIND_SCSI,
+    ParseError,
+    WriteCacheState,
+)
+from agent.runner import ToolResult, run_tool
+from collectors.diskstats import drive_device_for
+
+SOURCE_SYSFS_QUEUE = "sysfs_queue"
+SOURCE_SCSI_CACHE_TYPE = "scsi_cache_type"
+SOURCE_HDPARM = "hdparm"
+SOURCE_NVME = "nvme_feature"
+SOURCE_SMARTCTL = "smartctl"
+
+# Which answer wins in effective_state(), best first. The drive's own answer comes first: the
+# kernel's view can be wrong in both directions. A USB/SAS bridge without a caching mode page
+# makes sd assume "write through" while the drive caches; writing "write through" to
+# queue/write_cache stops the kernel's flushes but leaves the drive's cache on. cache_type
+# ranks above queue/write_cache because it is the drive's mode page as sd read it, whereas
+# queue/write_cache can be overridden by hand and, for NVMe, only says a cache exists.
+SOURCE_PRIORITY: Tuple[str, ...] = (
+    SOURCE_HDPARM,
+    SOURCE_NVME,
+    SOURCE_SMARTCTL,
+    SOURCE_SCSI_CACHE_TYPE,
+    SOURCE_SYSFS_QUEUE,
+)
+
+# --------------------------------------------------------------------------------------------
+# hdparm -W
+#
+#   (blank line)
+#   /dev/sda:
+#    write-caching =  1 (on)
+#
+# "write-caching = not supported" when IDENTIFY word 82 bit 5 is clear. hdparm -W0/-W1 also
+# print " setting drive write-caching to 0 (off)" before reading the state back. Errors are
+# perror-style lines on stderr ("SG_IO: bad/missing sense data, sb[]: ...",
+# "HDIO_DRIVE_CMD(flushcache) failed: Input/output error",
+# "HDIO_GET_WCACHE failed: Inappropriate ioctl for device", "/dev/sdx: Permission denied").
+# hdparm 9.65 on a device that answers no ATA IDENTIFY (loop, zram, virtio) prints the header
+# alone and exits 0.
+#
+# Decision: an error line, or a header with nothing under it, gives CACHE_UNKNOWN with the
+# tool's words in ``detail``, not ParseError. The tool worked and told us the drive could not
+# be asked (a bridge that drops ATA pass-through, a non-ATA device): the operator should see
+# that reason. ParseError is kept for text that is not hdparm -W output at all: empty input, a
+# value other than 0/1, a value whose (on)/(off) contradicts it, a line of another shape.
+# --------------------------------------------------------------------------------------------
+
+_HDPARM_HEADER = re.compile(r"^(?P<device>\S+):$")
+_HDPARM_STATE = re.compile(r"^write-caching\s*=\s*(?P<value>.*?)\s*$")
+_HDPARM_VALUE = re.compile(r"^(?P<bit>\d+)\s*\((?P<word>on|off)\)$")
+_HDPARM_SETTING = re.compile(r"^setting drive write-caching to\s+\d+\s*\((?:on|off)\)$")
+# perror() and hdparm's own error messages: "<what>: <why>".
+_TOOL_ERROR = re.compile(r"^\S.*?:\s+\S")
+
+
+def _hdparm_block(lines: Sequence[Tuple[int, str]], label: str) -> WriteCacheState:
+    """Read one device's lines (already stripped, non-empty, header removed)."""
+    state: Optional[str] = None
+    errors: List[str] = []
+    for lineno, line in lines:
+        match = _HDPARM_STATE.match(line)
+        if match:
+            value = match.group("value")
+            if value == "not supported":
+                state = CACHE_UNSUPPORTED
+                continue
+            parsed = _HDPARM_VALUE.match(value)
+            if not parsed:
+                raise ParseError(f"line {lineno}: unknown write-caching value: {line!r}")
+            bit, word = int(parsed.group("bit")), parsed.group("word")
+            if (bit, word) not in ((1, "on"), (0, "off")):
+                raise ParseError(f"line {lineno}: value and word disagree: {line!r}")
+            state = CACHE_ENABLED if bit == 1 else CACHE_DISABLED
+        elif _HDPARM_SETTING.match(line):
+            continue  # -W0/-W1 echo of the request; the read-back line follows
+        elif _TOOL_ERROR.match(line):
+            errors.append(line)
+        else:
+            raise ParseError(f"line {lineno}: not hdparm -W output: {line!r}")
+    detail = "; ".join(errors) if errors else None
+    if state is not None:
+        return WriteCacheState(state, SOURCE_HDPARM, detail)
+    if detail is None:
+        detail = f"hdparm printed no write-caching line for {label} (no ATA IDENTIFY data)"
+    return WriteCacheState(CACHE_UNKNOWN, SOURCE_HDPARM, detail)
+
+
+def _hdparm_lines(text: str) -> List[Tuple[int, str]]:
+    out = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line:
+            out.append((lineno, line))
+    if not out:
+        raise ParseError("empty hdparm output")
+    return out
+
+
+def parse_hdparm_w(text: str) -> WriteCacheState:
+    """Parse ``hdparm -W <one device>`` (stdout, optionally followed by stderr).
+
+    Raises ParseError for empty text, for text naming more than one device (use
+    parse_hdparm_w_multi) and for lines that are not hdparm -W output.
+    """
+    lines = _hdparm_lines(text)
+    headers = [(n, line) for n, line in lines if _HDPARM_HEADER.match(line)]
+    if len(headers) > 1:
+        raise ParseError(f"line {headers[1][0]}: output for more than one device; use parse_hdparm_w_multi")
+    label = headers[0][1][:-1] if headers else "the device"
+    body = [(n, line) for n, line in lines if not _HDPARM_HEADER.match(line)]
+    return _hdparm_block(body, label)
+
+
+def parse_hdparm_w_multi(text: str) -> Dict[str, WriteCacheState]:
+    """Parse ``hdparm -W <dev> <dev> ...`` stdout into states keyed by the device as printed.
+
+    Pass stdout alone: when both streams go to one pipe stdout is block-buffered and stderr is
+    not, so error lines land before the headers and cannot be attributed. An error line of the
+    form ``<device>: <why>`` outside any block (hdparm's perror when open() fails) is attributed
+    to that device; any other line before the first header raises ParseError.
+    """
+    lines = _hdparm_lines(text)
+    blocks: Dict[str, List[Tuple[int, str]]] = {}
+    current: Optional[str] = None
+    for lineno, line in lines:
+        header = _HDPARM_HEADER.match(line)
+        if header:
+            current = header.group("device")
+            if current in blocks:
+                raise ParseError(f"line {lineno}: device {current} appears twice")
+            blocks[current] = []
+            continue
+        if current is None:
+            device, sep, why = line.partition(": ")
+            if sep and device.startswith("/") and " " not in device and why.strip():
+                blocks.setdefault(device, []).append((lineno, line))
+                continue
+            raise ParseError(f"line {lineno}: text before the first device header: {line!r}")
+        blocks[current].append((lineno, line))
+    return {device: _hdparm_block(body, device) for device, body in blocks.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# sysfs
+# --------------------------------------------------------------------------------------------
+
+# block/blk-sysfs.c queue_wc_show(): exactly these two strings.
+_QUEUE_STATES = {"write back": CACHE_ENABLED, "write through": CACHE_DISABLED}
+
+# drivers/scsi/sd.c sd_cache_types[], indexed by RCD + 2*WCE. Only WCE matters here; RCD (read
+# cache disabled) goes into detail. Writes may carry a "temporary " prefix; reads never do.
+_SCSI_CACHE_TYPES = {
+    "write through": (CACHE_DISABLED, None),
+    "none": (CACHE_DISABLED, "read cache also disabled (RCD=1)"),
+    "write back": (CACHE_ENABLED, None),
+    "write back, no read (daft)": (CACHE_ENABLED, "read cache disabled (RCD=1)"),
+}
+
+
+def _single_value(text: str, what: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ParseError(f"empty {what}")
+    if len(lines) > 1:
+        raise ParseError(f"{what} has {len(lines)} lines, expected one: {text!r}")
+    return lines[0]
+
+
+def parse_sysfs_write_cache(text: str) -> WriteCacheState:
+    """Parse ``/sys/block/<dev>/queue/write_cache``: the kernel's view."""
+    value = _single_value(text, "queue/write_cache")
+    if value not in _QUEUE_STATES:
+        raise ParseError(f"unknown queue/write_cache value: {value!r}")
+    return WriteCacheState(_QUEUE_STATES[value], SOURCE_SYSFS_QUEUE)
+
+
+def parse_scsi_cache_type(text: str) -> WriteCacheState:
+    """Parse ``/sys/class/scsi_disk/<H:C:T:L>/cache_type`` (sd's copy of the WCE/RCD bits)."""
+    value = _single_value(text, "cache_type")
+    if value not in _SCSI_CACHE_TYPES:
+        raise ParseError(f"unknown cache_type value: {value!r}")
+    state, detail = _SCSI_CACHE_TYPES[value]
+    return WriteCacheState(state, SOURCE_SCSI_CACHE_TYPE, detail)
+
+
+# --------------------------------------------------------------------------------------------
+# nvme get-feature -f 6
+#
+#   nvme-cli 2.x: get-feature:0x06 (Volatile Write Cache), Current value:0x00000001
+#   nvme-cli 1.x: get-feature:0x6 (Volatile Write Cache), Current value:0x000001
+# nvme-cli prints the value with C's "%#0*x", which drops the "0x" for zero: a disabled cache
+# reads "Current value:00000000". Bit 0 is WCE. A controller without a volatile write cache
+# aborts the command with Invalid Field in Command, which nvme-cli prints as
+# "NVMe status: INVALID_FIELD: ..." (1.x) or "NVMe status: Invalid Field in Command: ..." (2.x).
+# --------------------------------------------------------------------------------------------
+
+_NVME_FEATURE = re.compile(
+    r"get-feature:\s*(?:0x)?0*(?P<fid>[0-9a-fA-F]+)\s*\((?P<name>[^)]*)\),\s*"
+    r"(?P<sel>\w+)\s+value:\s*(?P<value>(?:0x)?[0-9a-fA-F]+)\s*$"
+)
+_NVME_INVALID_FIELD = re.compile(r"NVMe status:\s*(?:INVALID_FIELD|Invalid Field in Command)")
+_NVME_VWC_FID = 6
+_NVME_WCE_BIT = 0x1
+
+
+def parse_nvme_feature_vwc(text: str) -> WriteCacheState:
+    """Parse ``nvme get-feature -f 6 <dev>`` (stdout, optionally followed by stderr)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ParseError("empty nvme get-feature output")
+    for line in lines:
+        match = _NVME_FEATURE.search(line)
+        if match:
+            fid = int(match.group("fid"), 16)
+            if fid != _NVME_VWC_FID:
+                raise ParseError(f"feature {fid:#x} is not Volatile Write Cache (0x6): {line!r}")
+            if match.group("sel") != "Current":
+                raise ParseError(f"not the current value: {line!r}")
+            value = int(match.group("value"), 16)
+            state = CACHE_ENABLED if value & _NVME_WCE_BIT else CACHE_DISABLED
+            return WriteCacheState(state, SOURCE_NVME)
+    for line in lines:
+        if _NVME_INVALID_FIELD.search(line):
+            return WriteCacheState(CACHE_UNSUPPORTED, SOURCE_NVME, line)
+    errors = [line for line in lines if _TOOL_ERROR.match(line)]
+    if errors:
+        return WriteCacheState(CACHE_UNKNOWN, SOURCE_NVME, "; ".join(errors))
+    raise ParseError(f"not nvme get-feature output: {lines[0]!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# smartctl -g wcache --json
+#
+# ATA: "write_cache": {"enabled": true} next to the text "Write cache is:   Enabled" (seen in
+# smartctl 7.0 -x -j output; the 7.3 binary carries the same key next to that format string).
+# A drive without the feature gets the text "Write cache is:   Unavailable", for which we know
+# of no JSON key, and SCSI devices get a text-only "Writeback Cache is:" line in 7.3. Both
+# therefore read as unknown, never as "not supported". Exit status bits 0-1 mean smartctl got
+# no usable data.
+# --------------------------------------------------------------------------------------------
+
+_SMARTCTL_NO_DATA_BITS = 0x3
+
+
+def parse_smartctl_wcache_json(data: Union[str, bytes, Mapping]) -> WriteCacheState:
+    """Parse ``smartctl -g wcache --json`` output (text, bytes or the decoded object)."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise ParseError(f"smartctl output is not JSON: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise ParseError(f"smartctl JSON is a {type(data).__name__}, expected an object")
+    header = data.get("smartctl")
+    if header is not None and not isinstance(header, Mapping):
+        raise ParseError("smartctl JSON: 'smartctl' is not an object")
+    header = header or {}
+    messages = header.get("messages") or []
+    if not isinstance(messages, list):
+        raise ParseError("smartctl JSON: 'smartctl.messages' is not a list")
+    said = "; ".join(str(m.get("string")) for m in messages if isinstance(m, Mapping) and m.get("string"))
+    exit_status = header.get("exit_status")
+    if exit_status is not None and (isinstance(exit_status, bool) or not isinstance(exit_status, int)):
+        raise ParseError(f"smartctl JSON: exit_status {exit_status!r} is not an integer")
+
+    cache = data.get("write_cache")
+    if cache is not None:
+        if not isinstance(cache, Mapping) or not isinstance(cache.get("enabled"), bool):
+            raise ParseError(f"smartctl JSON: write_cache is {cache!r}, expected {{'enabled': bool}}")
+        state = CACHE_ENABLED if cache["enabled"] else CACHE_DISABLED
+        return WriteCacheState(state, SOURCE_SMARTCTL, said or None)
+    if exit_status is not None and exit_status & _SMARTCTL_NO_DATA_BITS:
+        reason = said or "no usable data"
+        return WriteCacheState(CACHE_UNKNOWN, SOURCE_SMARTCTL, f"smartctl exit status {exit_status}: {reason}")
+    return WriteCacheState(
+        CACHE_UNKNOWN,
+        SOURCE_SMARTCTL,
+        said or "no write_cache in smartctl JSON (cache unavailable, or not an ATA device)",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions
+# --------------------------------------------------------------------------------------------
+
+
+def effective_state(states: Sequence[WriteCacheState]) -> str:
+    """The one state to export: the best-ranked source that gave a known answer.
+
+    Ranking is SOURCE_PRIORITY (the drive's own answer over the kernel's, see there); within a
+    source the first known answer wins; sources not in the ranking come last. Unknown answers
+    are skipped. Returns CACHE_UNKNOWN when no source could tell.
+    """
+    rank = {source: i for i, source in enumerate(SOURCE_PRIORITY)}
+    best: Optional[Tuple[int, int, str]] = None
+    for order, item in enumerate(states):
+        if item.state == CACHE_UNKNOWN:
+            continue
+        key = (rank.get(item.source, len(SOURCE_PRIORITY)), order, item.state)
+        if best is None or key < best:
+            best = key
+    return best[2] if best is not None else CACHE_UNKNOWN
+
+
+def mismatch(effective: str, expected: Optional[str]) -> Optional[bool]:
+    """Whether the effective state breaks the configured expectation.
+
+    None when there is no expectation or the state is unknown (cannot tell, which is not the
+    same as "fine"). A drive with no volatile cache meets an expectation of "disabled" (nothing
+    can be lost) and breaks one of "enabled" (the fast fsync path is not there).
+    Raises ValueError for an expectation other than enabled/disabled.
+    """
+    if expected is None:
+        return None
+    if expected not in (CACHE_ENABLED, CACHE_DISABLED):
+        raise ValueError(f"expected write cache state must be enabled or disabled, not {expected!r}")
+    if effective == CACHE_UNKNOWN:
+        return None
+    if effective == CACHE_UNSUPPORTED:
+        return expected == CACHE_ENABLED
+    return effective != expected
+
+
+# --------------------------------------------------------------------------------------------
+# Reader
+# --------------------------------------------------------------------------------------------
+
+Runner = Callable[..., ToolResult]
+
+# smartctl -d type per drive kind; always explicit so smartctl never guesses.
+_SMARTCTL_TYPES = {KIND_ATA: "sat", KIND_SCSI: "scsi"}
+
+
+class WriteCacheReader:
+    """Collects every write cache answer available for one block device.
+
+    Order and cost: sysfs first (free). Then a tool only where sysfs cannot be trusted or does
+    not tell:
+
+    * ``ata``: always ``hdparm -W``, since sysfs holds the kernel's view and the drive's may
+      differ (see SOURCE_PRIORITY); if hdparm cannot be started, ``smartctl -g wcache``.
+    * ``nvme``: always ``nvme get-feature -f 6`` on the controller (/dev/nvme0):
+      queue/write_cache only says a volatile cache is present, never whether it is enabled.
+      The controller node is used because nvme-cli puts the namespace id of a namespace
+      device into the command, which some controllers reject for this controller-wide feature.
+    * ``scsi``: ``smartctl -g wcache`` only when neither queue/write_cache nor cache_type exists.
+    * anything else (``shannon``): sysfs only.
+
+    A tool that runs but fails (non-zero exit with no answer, timeout, unreadable output) adds a
+    CACHE_UNKNOWN state whose ``detail`` says why. A tool that cannot be started at all (not
+    installed, not executable) adds nothing: a host without nvme-cli is "no data" for that
+    source, not a failure on every poll; the reason is kept in ``unavailable`` for the agent to
+    show once. read() itself never raises for the tools' faults.
+    hdparm -W only reads IDENTIFY data, which a drive in standby normally answers without
+    spinning up (and SSDs have nothing to spin); smartctl gets ``-n standby`` so it never wakes
+    a sleeping drive.
+    """
+
+    def __init__(
+        self,
+        sysfs_root: str = "/sys",
+        hdparm: str = "hdparm",
+        nvme: str = "nvme",
+        smartctl: str = "smartctl",
+        runner: Runner = run_tool,
+        timeout: float = 10.0,
+        dev_root: str = "/dev",
+    ) -> None:
+        self.sysfs_root = sysfs_root
+        self.hdparm = hdparm
+        self.nvme = nvme
+        self.smartctl = smartctl
+        self.runner = runner
+        self.timeout = timeout
+        self.dev_root = dev_root
+        # tool path -> why it could not be started, as last seen (e.g. "nvme: not found")
+        self.unavailable: Dict[str, str] = {}
+
+    # sysfs ------------------------------------------------------------------------------
+
+    def _block_path(self, block_device: str, *parts: str) -> str:
+        # cciss/c0d0 is cciss!c0d0 in sysfs
+        return os.path.join(self.sysfs_root, "block", block_device.replace("/", "!"), *parts)
+
+    def scsi_disk_for(self, block_device: str) -> Optional[str]:
+        """The H:C:T:L name of the block device's scsi_disk, or None if it is not one."""
+        folder = self._block_path(block_device, "device", "scsi_disk")
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return names[0] if names else None
+
+    @staticmethod
+    def _read_sysfs(path: str, parser: Callable[[str], WriteCacheState], source: str) -> Optional[WriteCacheState]:
+        try:
+            with open(path, encoding="ascii", errors="replace") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return None  # kernel older than the file, or not that kind of device
+        except OSError as exc:
+            return WriteCacheState(CACHE_UNKNOWN, source, f"cannot read {path}: {exc.strerror}")
+        try:
+            return parser(text)
+        except ParseError as exc:
+            return WriteCacheState(CACHE_UNKNOWN, source, f"{path}: {exc}")
+
+    def read_sysfs(self, block_device: str) -> List[WriteCacheState]:
+        states: List[WriteCacheState] = []
+        queue = self._read_sysfs(
+            self._block_path(block_device, "queue", "write_cache"),
+            parse_sysfs_write_cache,
+            SOURCE_SYSFS_QUEUE,
+        )
+        if queue is not None:
+            states.append(queue)
+        hctl = self.scsi_disk_for(block_device)
+        if hctl is not None:
+            cache_type = self._read_sysfs(
+                self._block_path(block_device, "device", "scsi_disk", hctl, "cache_type"),
+                parse_scsi_cache_type,
+                SOURCE_SCSI_CACHE_TYPE,
+            )
+            if cache_type is not None:
+                states.append(cache_type)
+        return states
+
+    # tools ------------------------------------------------------------------------------
+
+    def _run(
+        self,
+        argv: List[str],
+        source: str,
+        parse: Callable[[str], WriteCacheState],
+        with_stderr: bool,
+    ) -> Optional[WriteCacheState]:
+        """Run one tool; None when it could not be started at all (see read())."""
+        result = self.runner(argv, timeout=self.timeout)
+        tool = os.path.basename(argv[0])
+        if result.error is not None:
+            self.unavailable[argv[0]] = result.error
+            return None
+        self.unavailable.pop(argv[0], None)
+        if not result.ok_to_parse:
+            return WriteCacheState(CACHE_UNKNOWN, source, f"{tool}: {result.describe()}")
+        stdout = result.stdout.decode("utf-8", errors="replace")
+        stderr = result.stderr.decode("utf-8", errors="replace")
+        text = stdout + ("\n" + stderr if with_stderr and stderr else "")
+        try:
+            state = parse(text)
+        except ParseError as exc:
+            said = stderr.strip().splitlines()
+            why = said[0] if said else f"unreadable output ({exc})"
+            return WriteCacheState(CACHE_UNKNOWN, source, f"{tool} {result.describe()}: {why}")
+        if result.exit_code != 0 and source != SOURCE_SMARTCTL:
+            # smartctl's status is a bitmask its parser reads; for the others, say it.
+            note = f"{tool} {result.describe()}"
+            state = WriteCacheState(state.state, state.source, f"{state.detail}; {note}" if state.detail else note)
+        return state
+
+    def _hdparm(self, block_device: str) -> Optional[WriteCacheState]:
+        device = os.path.join(self.dev_root, block_device)
+        return self._run([self.hdparm, "-W", device], SOURCE_HDPARM, parse_hdparm_w, True)
+
+    def _nvme(self, block_device: str) -> Optional[WriteCacheState]:
+        controller = os.path.join(self.dev_root, drive_device_for(block_device))
+        argv = [self.nvme, "get-feature", controller, "-f", str(_NVME_VWC_FID)]
+        return self._run(argv, SOURCE_NVME, parse_nvme_feature_vwc, True)
+
+    def _smartctl(self, block_device: str, kind: str) -> Optional[WriteCacheState]:
+        argv = [self.smartctl, "-g", "wcache", "--json", "-n", "standby"]
+        if kind in _SMARTCTL_TYPES:
+            argv += ["-d", _SMARTCTL_TYPES[kind]]
+        argv.append(os.path.join(self.dev_root, block_device))
+        return self._run(argv, SOURCE_SMARTCTL, parse_smartctl_wcache_json, False)
+
+    def read(self, block_device: str, kind: str) -> List[WriteCacheState]:
+        """Every answer for ``block_device`` (kernel name: sda, nvme0n1, dfa), sysfs first."""
+        states = self.read_sysfs(block_device)
+        asked: List[Optional[WriteCacheState]] = []
+        if kind == KIND_ATA:
+            asked.append(self._hdparm(block_device))
+            if asked[-1] is None:  # hdparm not installed: smartctl can read the same bit
+                asked.append(self._smartctl(block_device, kind))
+        elif kind == KIND_NVME:
+            asked.append(self._nvme(block_device))
+        elif kind == KIND_SCSI and not states:
+            asked.append(self._smartctl(block_device, kind))
+        states.extend(state for state in asked if state is not None)
+        return states
