@@ -1,0 +1,625 @@
+"""The agent's own history of each drive, kept in an embedded SQLite file.
+
+Why SQLite: the wear-out projection needs a write rate smoothed over days and the slope of
+life left over weeks. Prometheus has those too, but the agent must work on a host whose
+metrics nobody scrapes, and it must survive restarts. One small table in WAL mode gives
+that with the standard library only.
+
+Durability: WAL with ``synchronous=NORMAL``. Every ``record()`` is its own committed
+transaction, so a ``kill -9`` of the agent loses nothing that ``record()`` returned from;
+only a power cut can lose the last few commits, which is fine for a 10-minute sample.
+
+Failure policy (a database host must never lose its agent over a state file):
+
+* At open, a file that is not a database, is corrupt, or cannot be opened is moved aside to
+  ``<path>.corrupt-<unix time>`` (its ``-wal``/``-shm`` companions too, so SQLite cannot
+  replay a stale log onto a fresh file) and the history runs in memory for this process.
+  ``healthy`` is False and ``moved_aside`` names the file. A *locked* or *busy* file is never
+  moved aside: another process holds it and its data is fine. A file that can be read but
+  not written (read-only mount) stays open for reading; new samples wait in memory.
+* A write failure later (disk full, read-only directory, database locked) never raises out
+  of :meth:`History.record`. It is logged once per distinct error, counted in
+  ``errors_total``, and the sample stays in a bounded in-memory buffer that reads include and
+  the next successful write flushes. Nothing is lost while the process runs.
+
+Bad blocks are stored as ``bad_block_ratio`` (0..1), the one bad-block figure every drive
+kind normalises to; raw defect counts differ per kind and live in the snapshot, not here.
+
+Thread safety: the poller thread writes and the HTTP thread reads; one lock serialises all
+use of the single connection (opened with ``check_same_thread=False``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from agent.model import DriveReading
+
+log = logging.getLogger("ssdfleet.history")
+
+SCHEMA_VERSION = 1
+DAY = 86400.0
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS samples (
+        serial TEXT NOT NULL,
+        ts REAL NOT NULL,
+        life_left_ratio REAL,
+        host_written_bytes INTEGER,
+        nand_written_bytes INTEGER,
+        bad_block_ratio REAL,
+        power_on_seconds INTEGER,
+        PRIMARY KEY (serial, ts)
+    )""",
+    # retention deletes by time across all drives, including drives that have vanished
+    "CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)",
+)
+_COLUMNS = (
+    "serial, ts, life_left_ratio, host_written_bytes, nand_written_bytes, "
+    "bad_block_ratio, power_on_seconds"
+)
+
+# SQLite primary result codes (sqlite3.h). Python 3.11+ exposes them on the exception as
+# ``sqlite_errorcode``; on 3.9/3.10 we fall back to the message text.
+_SQLITE_PERM = 3
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+_SQLITE_READONLY = 8
+_SQLITE_CORRUPT = 11
+_SQLITE_CANTOPEN = 14
+_SQLITE_AUTH = 23
+_SQLITE_NOTADB = 26
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One stored reading of one drive. ``None`` means the source did not report it."""
+
+    serial: str
+    ts: float
+    life_left_ratio: Optional[float] = None
+    host_written_bytes: Optional[int] = None
+    nand_written_bytes: Optional[int] = None
+    bad_block_ratio: Optional[float] = None
+    power_on_seconds: Optional[int] = None
+
+    def as_row(self) -> tuple:
+        return (
+            self.serial,
+            self.ts,
+            self.life_left_ratio,
+            self.host_written_bytes,
+            self.nand_written_bytes,
+            self.bad_block_ratio,
+            self.power_on_seconds,
+        )
+
+
+def default_state_dir(
+    euid: Optional[int] = None,
+    environ: Optional[Dict[str, str]] = None,
+    home: Optional[str] = None,
+    system_dir: str = "/var/lib/ssdfleet",
+) -> str:
+    """Where the history file lives by default.
+
+    ``/var/lib/ssdfleet`` when running as root and it (or ``/var/lib``) is writable, else the
+    XDG state directory: ``$XDG_STATE_HOME/ssdfleet`` or ``~/.local/state/ssdfleet``. The
+    arguments exist so tests can ask the question for another user without changing ours.
+    """
+    if euid is None:
+        euid = os.geteuid()
+    env = os.environ if environ is None else environ
+    if euid == 0:
+        existing = system_dir if os.path.isdir(system_dir) else os.path.dirname(system_dir)
+        if os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK):
+            return system_dir
+    xdg = env.get("XDG_STATE_HOME", "")
+    # the XDG spec says a relative value is invalid and must be ignored
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "ssdfleet")
+    base = home if home is not None else os.path.expanduser("~")
+    return os.path.join(base, ".local", "state", "ssdfleet")
+
+
+def counter_rate(
+    points: Sequence[Tuple[float, float]], min_span_seconds: float = 3600.0
+) -> Optional[float]:
+    """Rate per second of a cumulative counter from ``(ts, value)`` points sorted by time.
+
+    Uses the oldest point of the current run against the newest, which smooths over the whole
+    window (a database host writes in bursts). A decrease means the counter was reset or the
+    drive replaced, so the run restarts at the point after it. ``None`` when the run spans
+    less than ``min_span_seconds``: two samples a minute apart say nothing about next month.
+    """
+    if not points:
+        return None
+    start = 0
+    for i in range(1, len(points)):
+        if points[i][1] < points[i - 1][1]:
+            start = i
+    oldest_ts, oldest_value = points[start]
+    newest_ts, newest_value = points[-1]
+    span = newest_ts - oldest_ts
+    if span < min_span_seconds or span <= 0:
+        return None
+    return (newest_value - oldest_value) / span
+
+
+def least_squares_slope(
+    points: Sequence[Tuple[float, float]], min_span_seconds: float = 3600.0
+) -> Optional[float]:
+    """Least-squares slope (value per second) of ``(ts, value)`` points, as PromQL ``deriv``.
+
+    ``None`` with fewer than two points or a span under ``min_span_seconds``.
+    """
+    if len(points) < 2:
+        return None
+    t0 = points[0][0]
+    # shift time to the first point: unix timestamps squared lose precision in a double
+    xs = [p[0] - t0 for p in points]
+    ys = [float(p[1]) for p in points]
+    if max(xs) - min(xs) < min_span_seconds:
+        return None
+    n = float(len(points))
+    mean_x = sum(xs) / n
+    mean_y = sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    if sxx <= 0:
+        return None
+    sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
+    return sxy / sxx
+
+
+def _error_code(exc: BaseException) -> Optional[int]:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    return int(code) & 0xFF  # extended codes keep the primary code in the low byte
+
+
+def _is_busy(exc: BaseException) -> bool:
+    code = _error_code(exc)
+    if code is not None:
+        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _is_damaged_or_unreadable(exc: BaseException) -> bool:
+    """Errors at open that justify moving the file aside (not: locked, disk full, I/O)."""
+    if isinstance(exc, _IntegrityCheckFailed):
+        return True
+    code = _error_code(exc)
+    if code is not None:
+        return code in (
+            _SQLITE_NOTADB,
+            _SQLITE_CORRUPT,
+            _SQLITE_CANTOPEN,
+            _SQLITE_PERM,
+            _SQLITE_READONLY,
+            _SQLITE_AUTH,
+        )
+    text = str(exc).lower()
+    return any(
+        marker in text
+        for marker in ("not a database", "malformed", "unable to open", "readonly", "corrupt")
+    )
+
+
+class _IntegrityCheckFailed(sqlite3.DatabaseError):
+    pass
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _header_problem(path: str) -> Optional[BaseException]:
+    """Why an existing file is plainly not our database (unreadable, or not SQLite), else
+    ``None``. An empty file is a valid empty database to SQLite."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc
+    if head and head != _SQLITE_MAGIC:
+        return sqlite3.DatabaseError("file is not a database (no SQLite header)")
+    return None
+
+
+class History:
+    """Per-drive samples over time, persisted in SQLite, with write rates and life slope.
+
+    ``path=None`` keeps history in memory only (tests, ``--no-state``). ``clock`` gives "now"
+    for retention; sample timestamps come from the caller.
+    """
+
+    def __init__(
+        self,
+        path: Optional[str],
+        retention_days: float = 400,
+        max_rows_per_drive: int = 20000,
+        clock: Callable[[], float] = time.time,
+        min_interval_seconds: float = 600.0,
+        min_span_seconds: float = 3600.0,
+        busy_timeout_seconds: float = 2.0,
+    ) -> None:
+        self.path = path
+        self.retention_seconds = float(retention_days) * DAY
+        self.max_rows_per_drive = int(max_rows_per_drive)
+        self.min_interval_seconds = float(min_interval_seconds)
+        self.min_span_seconds = float(min_span_seconds)
+        self._busy_timeout = float(busy_timeout_seconds)
+        self._clock = clock
+        self._lock = threading.RLock()
+        # samples not yet committed to the database (write failed); reads include them
+        self._pending: List[Sample] = []
+        self._last_ts: Dict[str, float] = {}
+        self._logged_errors: Set[str] = set()
+        self._closed = False
+
+        # exported status
+        self.healthy = True
+        self.moved_aside: Optional[str] = None
+        self.errors_total = 0
+        self.last_error: Optional[str] = None
+        self.in_memory = path is None
+
+        conn = None
+        if path is not None:
+            conn = self._open_file(path)
+            if conn is None:
+                self.healthy = False
+                self.in_memory = True
+        if conn is None:
+            conn = self._connect(":memory:")
+            self._configure(conn, check=False)
+        self._conn = conn
+
+    # ------------------------------------------------------------------ opening
+
+    def _connect(self, target: str) -> sqlite3.Connection:
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves so a batch is one transaction
+        return sqlite3.connect(
+            target,
+            timeout=self._busy_timeout,
+            check_same_thread=False,
+            isolation_level=None,
+        )
+
+    def _configure(self, conn: sqlite3.Connection, check: bool = True) -> None:
+        if check:
+            # quick_check reads every page; a truncated or scribbled file fails here rather
+            # than at some later write. The table is small (rows are capped), so it is cheap.
+            result = conn.execute("PRAGMA quick_check").fetchone()
+            if not result or result[0] != "ok":
+                raise _IntegrityCheckFailed(f"quick_check: {result[0] if result else 'no result'}")
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if not mode or str(mode[0]).lower() != "wal":
+                raise sqlite3.OperationalError(f"cannot switch to WAL mode (got {mode})")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _open_file(self, path: str) -> Optional[sqlite3.Connection]:
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(directory, mode=0o750, exist_ok=True)
+        except OSError as exc:
+            log.error(
+                "history: cannot create state directory %s (%s); keeping history in memory",
+                directory,
+                exc,
+            )
+            self._note_error(exc, log_it=False)
+            return None
+        damage = _header_problem(path)
+        if damage is not None:
+            # decided before SQLite opens it: SQLite would delete or reset a -wal file on
+            # close, and that may be the only copy of the last hours of samples
+            self._note_error(damage, log_it=False)
+            self._move_aside(path, damage)
+            return None
+        conn = None
+        try:
+            conn = self._connect(path)
+            self._configure(conn)
+        except (sqlite3.Error, OSError) as exc:
+            return self._open_failed(path, conn, exc)
+        try:
+            # SQLite opens a file it may not write (read-only mount, 0444 file) read-only and
+            # only fails at the first write. Find out now, but keep the connection: the old
+            # samples still give rates, and new ones wait in memory (see record()).
+            # Only a real page write tells: with a -shm file present even BEGIN IMMEDIATE
+            # succeeds read-only. Rewriting user_version and rolling back changes nothing.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                conn.execute(f"PRAGMA user_version={int(version)}")
+            finally:
+                conn.execute("ROLLBACK")
+        except (sqlite3.Error, OSError) as exc:
+            if _is_busy(exc):
+                return self._open_failed(path, conn, exc)
+            self._note_error(exc, log_it=False)
+            self.healthy = False
+            log.error(
+                "history: %s cannot be written (%s); reading its history and keeping new "
+                "samples in memory",
+                path,
+                exc,
+            )
+        return conn
+
+    def _open_failed(
+        self, path: str, conn: Optional[sqlite3.Connection], exc: BaseException
+    ) -> None:
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._note_error(exc, log_it=False)
+        if _is_busy(exc):
+            log.error(
+                "history: %s is locked by another process (%s); keeping history in memory "
+                "and leaving the file alone",
+                path,
+                exc,
+            )
+        elif os.path.exists(path) and _is_damaged_or_unreadable(exc):
+            self._move_aside(path, exc)
+        else:
+            log.error("history: cannot open %s (%s); keeping history in memory", path, exc)
+        return None
+
+    def _move_aside(self, path: str, exc: BaseException) -> None:
+        stamp = int(self._clock())
+        target = f"{path}.corrupt-{stamp}"
+        n = 1
+        while os.path.exists(target):
+            target = f"{path}.corrupt-{stamp}.{n}"
+            n += 1
+        try:
+            os.replace(path, target)
+        except OSError as move_exc:
+            log.error(
+                "history: %s is unusable (%s) and could not be moved aside (%s); "
+                "keeping history in memory",
+                path,
+                exc,
+                move_exc,
+            )
+            return
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                try:
+                    os.replace(path + suffix, target + suffix)
+                except OSError as move_exc:
+                    log.error("history: could not move %s aside: %s", path + suffix, move_exc)
+        self.moved_aside = target
+        log.error(
+            "history: %s is unusable (%s); moved it to %s and keeping history in memory "
+            "until restart",
+            path,
+            exc,
+            target,
+        )
+
+    # ------------------------------------------------------------------ writing
+
+    def _note_error(self, exc: BaseException, log_it: bool = True) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        self.errors_total += 1
+        self.last_error = message
+        if log_it and message not in self._logged_errors:
+            self._logged_errors.add(message)
+            log.error(
+                "history: write to %s failed (%s); keeping samples in memory and retrying "
+                "on the next sample (logged once per distinct error)",
+                self.path or ":memory:",
+                message,
+            )
+
+    def record(self, serial: str, ts: float, reading: DriveReading) -> None:
+        """Store one reading unless the drive already has a sample less than
+        ``min_interval_seconds`` old (or newer: a clock that went back). Never raises on
+        storage errors."""
+        with self._lock:
+            if self._closed:
+                return
+            last = self._last_ts.get(serial)
+            if last is None:
+                last = self._newest_ts(serial)
+            if last is not None and ts - last < self.min_interval_seconds:
+                return
+            self._pending.append(
+                Sample(
+                    serial=serial,
+                    ts=float(ts),
+                    life_left_ratio=reading.life_left_ratio,
+                    host_written_bytes=reading.host_written_bytes,
+                    nand_written_bytes=reading.nand_written_bytes,
+                    bad_block_ratio=reading.bad_block_ratio,
+                    power_on_seconds=reading.power_on_seconds,
+                )
+            )
+            self._last_ts[serial] = float(ts)
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        serials = sorted({s.serial for s in self._pending})
+        cutoff = self._clock() - self.retention_seconds
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [s.as_row() for s in self._pending],
+                )
+                conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
+                for serial in serials:
+                    # keep the newest max_rows_per_drive rows; a NULL bound deletes nothing
+                    conn.execute(
+                        "DELETE FROM samples WHERE serial = ? AND ts < ("
+                        "SELECT ts FROM samples WHERE serial = ? "
+                        "ORDER BY ts DESC LIMIT 1 OFFSET ?)",
+                        (serial, serial, self.max_rows_per_drive - 1),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise
+        except (sqlite3.Error, OSError) as exc:
+            self._note_error(exc)
+            if not self.in_memory:
+                self.healthy = False
+            self._bound_pending(cutoff)
+            return
+        self._pending.clear()
+        if not self.in_memory and self.moved_aside is None:
+            self.healthy = True
+
+    def _bound_pending(self, cutoff: float) -> None:
+        """Apply retention and the row cap to the unwritten buffer, so a disk that stays
+        full cannot grow the agent's memory without bound."""
+        kept = [s for s in self._pending if s.ts >= cutoff]
+        by_serial: Dict[str, List[Sample]] = {}
+        for s in kept:
+            by_serial.setdefault(s.serial, []).append(s)
+        bounded: List[Sample] = []
+        for rows in by_serial.values():
+            rows.sort(key=lambda s: s.ts)
+            bounded.extend(rows[-self.max_rows_per_drive :])
+        bounded.sort(key=lambda s: (s.ts, s.serial))
+        self._pending = bounded
+
+    # ------------------------------------------------------------------ reading
+
+    def _newest_ts(self, serial: str) -> Optional[float]:
+        newest = None
+        try:
+            row = self._conn.execute(
+                "SELECT MAX(ts) FROM samples WHERE serial = ?", (serial,)
+            ).fetchone()
+            if row and row[0] is not None:
+                newest = float(row[0])
+        except sqlite3.Error as exc:
+            self._note_error(exc)
+        for s in self._pending:
+            if s.serial == serial and (newest is None or s.ts > newest):
+                newest = s.ts
+        return newest
+
+    def samples(self, serial: str, since: Optional[float] = None) -> List[Sample]:
+        """Samples of one drive, oldest first, including any not yet written to disk."""
+        with self._lock:
+            lower = float("-inf") if since is None else float(since)
+            found: Dict[float, Sample] = {}
+            if not self._closed:
+                try:
+                    query = f"SELECT {_COLUMNS} FROM samples WHERE serial = ?"
+                    args: tuple = (serial,)
+                    if since is not None:
+                        query += " AND ts >= ?"
+                        args = (serial, lower)
+                    for row in self._conn.execute(query + " ORDER BY ts", args):
+                        found[row[1]] = Sample(*row)
+                except sqlite3.Error as exc:
+                    self._note_error(exc)
+            for s in self._pending:
+                if s.serial == serial and s.ts >= lower:
+                    found[s.ts] = s
+            return [found[ts] for ts in sorted(found)]
+
+    def serials(self) -> List[str]:
+        with self._lock:
+            names = {s.serial for s in self._pending}
+            if not self._closed:
+                try:
+                    names.update(
+                        r[0] for r in self._conn.execute("SELECT DISTINCT serial FROM samples")
+                    )
+                except sqlite3.Error as exc:
+                    self._note_error(exc)
+            return sorted(names)
+
+    def _points(
+        self, serial: str, attribute: str, now: float, window_seconds: float
+    ) -> List[Tuple[float, float]]:
+        points = []
+        for s in self.samples(serial, since=now - window_seconds):
+            value = getattr(s, attribute)
+            if s.ts <= now and value is not None:
+                points.append((s.ts, float(value)))
+        return points
+
+    def write_rate(
+        self, serial: str, now: float, window_seconds: float = 7 * DAY
+    ) -> Optional[float]:
+        """Host bytes written per second over the window (see :func:`counter_rate`)."""
+        return counter_rate(
+            self._points(serial, "host_written_bytes", now, window_seconds),
+            self.min_span_seconds,
+        )
+
+    def nand_write_rate(
+        self, serial: str, now: float, window_seconds: float = 7 * DAY
+    ) -> Optional[float]:
+        """NAND bytes written per second over the window (see :func:`counter_rate`)."""
+        return counter_rate(
+            self._points(serial, "nand_written_bytes", now, window_seconds),
+            self.min_span_seconds,
+        )
+
+    def life_slope(
+        self, serial: str, now: float, window_seconds: float = 30 * DAY
+    ) -> Optional[float]:
+        """Least-squares slope of life left (ratio per second) over the window; negative
+        while the drive wears."""
+        return least_squares_slope(
+            self._points(serial, "life_left_ratio", now, window_seconds),
+            self.min_span_seconds,
+        )
+
+    @property
+    def pending_count(self) -> int:
+        """Samples held in memory because the last write failed."""
+        with self._lock:
+            return len(self._pending)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._flush()
+            try:
+                self._conn.close()
+            except sqlite3.Error as exc:
+                self._note_error(exc)
+            self._closed = True
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

@@ -1,0 +1,525 @@
+"""History on SQLite: restarts, kill -9, damaged files, failing writes, bounds, rates."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from agent.history import History, counter_rate, default_state_dir, least_squares_slope
+from agent.model import DriveReading
+from tests.conftest import ROOT
+
+DAY = 86400.0
+HOUR = 3600.0
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drive(host=None, nand=None, life=None, bad=None, poh=None) -> DriveReading:
+    return DriveReading(
+        kind="ata",
+        device="/dev/sda",
+        serial="S1",
+        host_written_bytes=host,
+        nand_written_bytes=nand,
+        life_left_ratio=life,
+        bad_block_ratio=bad,
+        power_on_seconds=poh,
+    )
+
+
+def rows_on_disk(path) -> int:
+    conn = sqlite3.connect(str(path))
+    try:
+        return conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def fill(
+    history: History, serial: str, start: float, count: int, step: float = HOUR, rate: float = 1e6
+):
+    for i in range(count):
+        history.record(serial, start + i * step, drive(host=int(i * step * rate), life=0.9))
+
+
+def child_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+# ---------------------------------------------------------------------------- persistence
+
+
+def test_restart_keeps_samples_and_write_rate(tmp_path):
+    path = str(tmp_path / "history.sqlite")
+    clock = Clock(T0 + 3 * DAY)
+    h = History(path, clock=clock)
+    fill(h, "S1", T0, 72)  # three days, hourly, 1 MB/s
+    now = T0 + 71 * HOUR
+    rate = h.write_rate("S1", now)
+    assert rate == pytest.approx(1e6)
+    before = h.samples("S1")
+    h.close()
+
+    h2 = History(path, clock=clock)
+    assert h2.healthy and h2.moved_aside is None
+    assert h2.samples("S1") == before
+    assert h2.write_rate("S1", now) == rate
+    h2.close()
+
+
+def test_thinning_keeps_one_sample_per_interval(tmp_path):
+    h = History(str(tmp_path / "h.sqlite"), clock=Clock(T0))
+    for offset in (0, 60, 300, 599, 600, 601, 1300):
+        h.record("S1", T0 + offset, drive(host=offset))
+    assert [s.ts - T0 for s in h.samples("S1")] == [0, 600, 1300]
+    # a clock that went back does not rewrite history
+    h.record("S1", T0 - 5000, drive(host=1))
+    assert len(h.samples("S1")) == 3
+    h.close()
+    fine = History(None, clock=Clock(T0), min_interval_seconds=0)
+    for offset in (0, 1, 2):
+        fine.record("S1", T0 + offset, drive(host=offset))
+    assert len(fine.samples("S1")) == 3
+
+
+def test_sample_columns_round_trip(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    with History(path, clock=Clock(T0)) as h:
+        h.record("S1", T0, drive(host=2**62, nand=2**62 + 5, life=0.42, bad=0.010760, poh=76140))
+    with History(path, clock=Clock(T0)) as h:
+        (s,) = h.samples("S1")
+    assert (s.host_written_bytes, s.nand_written_bytes) == (2**62, 2**62 + 5)
+    assert (s.life_left_ratio, s.bad_block_ratio, s.power_on_seconds) == (0.42, 0.010760, 76140)
+
+
+_KILL_CHILD = r"""
+import sys, time
+from agent.history import History
+from agent.model import DriveReading
+h = History(sys.argv[1], clock=lambda: 1_700_000_000.0 + 100 * 3600)
+for i in range(50):
+    h.record("S1", 1_700_000_000.0 + i * 3600, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=i))
+print("recorded", flush=True)
+time.sleep(120)
+"""
+
+
+def test_kill_9_keeps_committed_rows(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILL_CHILD, path],
+        stdout=subprocess.PIPE,
+        env=child_env(),
+    )
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == b"recorded"
+        # WAL mode: the committed rows sit in the -wal file, not yet checkpointed
+        assert os.path.getsize(path + "-wal") > 0
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+    h = History(path, clock=Clock(T0 + 100 * HOUR))
+    assert h.healthy
+    assert [s.host_written_bytes for s in h.samples("S1")] == list(range(50))
+    h.close()
+
+
+# ---------------------------------------------------------------------------- damaged files
+
+
+def _good_file(path: str) -> None:
+    with History(path, clock=Clock(T0 + 400 * HOUR)) as h:
+        for serial in ("A", "B", "C"):
+            fill(h, serial, T0, 400)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_damaged_file_is_moved_aside_and_history_runs_in_memory(tmp_path, caplog, damage):
+    path = str(tmp_path / "h.sqlite")
+    if damage == "truncated":
+        _good_file(path)
+        data = open(path, "rb").read()
+        assert len(data) > 8192
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2])
+    else:
+        with open(path, "wb") as f:
+            f.write(os.urandom(16384))
+        with open(path + "-wal", "wb") as f:  # a stale log must not be replayed later
+            f.write(os.urandom(4096))
+    damaged = open(path, "rb").read()
+
+    clock = Clock(T0 + 500 * HOUR)
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        h = History(path, clock=clock)
+    assert h.healthy is False and h.in_memory
+    assert h.moved_aside == f"{path}.corrupt-{int(clock.now)}"
+    assert open(h.moved_aside, "rb").read() == damaged  # kept for a post-mortem
+    assert not os.path.exists(path)
+    if damage == "garbage":
+        assert os.path.exists(h.moved_aside + "-wal") and not os.path.exists(path + "-wal")
+    assert any("moved it to" in r.getMessage() for r in caplog.records)
+    assert h.errors_total >= 1
+
+    fill(h, "A", clock.now - 10 * HOUR, 5)
+    assert len(h.samples("A")) == 5
+    assert h.write_rate("A", clock.now) == pytest.approx(1e6)
+    h.close()
+
+
+def test_locked_file_at_open_is_left_alone(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    _good_file(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        h = History(path, clock=Clock(T0), busy_timeout_seconds=0.05)
+        assert h.healthy is False and h.in_memory
+        assert h.moved_aside is None
+        assert os.path.exists(path)
+        h.record("A", T0, drive(host=1))
+        h.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert rows_on_disk(path) == 1200
+
+
+def test_state_directory_that_is_a_file(tmp_path):
+    blocker = tmp_path / "state"
+    blocker.write_text("not a directory")
+    h = History(str(blocker / "history.sqlite"), clock=Clock(T0))
+    assert h.healthy is False and h.in_memory and h.moved_aside is None
+    assert h.errors_total == 1
+    h.record("S1", T0, drive(host=5))
+    assert [s.host_written_bytes for s in h.samples("S1")] == [5]
+    assert blocker.read_text() == "not a directory"
+
+
+# ---------------------------------------------------------------------------- failing writes
+
+
+def test_write_while_locked_keeps_samples_and_flushes_later(tmp_path, caplog):
+    path = str(tmp_path / "h.sqlite")
+    clock = Clock(T0)
+    h = History(path, clock=clock, busy_timeout_seconds=0.05)
+    h.record("S1", T0, drive(host=0))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        h.record("S1", T0 + HOUR, drive(host=3600 * 10))
+        h.record("S1", T0 + 2 * HOUR, drive(host=7200 * 10))
+    assert h.errors_total == 2
+    assert h.healthy is False
+    assert h.pending_count == 2
+    assert len([r for r in caplog.records if "failed" in r.getMessage()]) == 1  # once per error
+    assert h.write_rate("S1", T0 + 2 * HOUR) == pytest.approx(10.0)  # reads see pending rows
+    holder.execute("ROLLBACK")
+    holder.close()
+
+    h.record("S1", T0 + 3 * HOUR, drive(host=10800 * 10))
+    assert h.healthy is True and h.pending_count == 0
+    h.close()
+    assert rows_on_disk(path) == 4
+
+
+_FULL_CHILD = r"""
+import json, os, resource, signal, sys
+from agent.history import History
+from agent.model import DriveReading
+path = sys.argv[1]
+h = History(path, clock=lambda: 1_700_000_000.0 + 400 * 3600, max_rows_per_drive=100000)
+h.record("S0", 1_700_000_000.0, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=0))
+# from here on no file may grow: what a full disk looks like to SQLite
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = max(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+raised = None
+try:
+    for i in range(1, 400):
+        for serial in ("S0", "S1", "S2"):
+            h.record(serial, 1_700_000_000.0 + i * 3600,
+                     DriveReading(kind="ata", device="/dev/sda", host_written_bytes=i * 3600 * 1000))
+except Exception as exc:
+    raised = repr(exc)
+print(json.dumps({
+    "raised": raised,
+    "errors_total": h.errors_total,
+    "healthy": h.healthy,
+    "last_error": h.last_error,
+    "samples": len(h.samples("S1")),
+    "rate": h.write_rate("S1", 1_700_000_000.0 + 399 * 3600),
+}), flush=True)
+"""
+
+
+def test_disk_full_does_not_raise_and_keeps_samples_in_memory(tmp_path):
+    """RLIMIT_FSIZE makes every write that grows a file fail with EFBIG, as a full disk
+    does, even for root and without mounting anything."""
+    path = str(tmp_path / "h.sqlite")
+    out = subprocess.run(
+        [sys.executable, "-c", _FULL_CHILD, path],
+        capture_output=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    result = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert result["raised"] is None
+    assert result["errors_total"] > 0 and result["healthy"] is False, result
+    assert result["samples"] == 399
+    assert result["rate"] == pytest.approx(1000.0)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o555)
+    try:
+        h = History(str(state / "history.sqlite"), clock=Clock(T0))
+        assert h.healthy is False and h.in_memory
+        h.record("S1", T0, drive(host=1))
+        assert len(h.samples("S1")) == 1
+    finally:
+        state.chmod(0o755)
+
+
+def _mount_tmpfs(target, size: str) -> bool:
+    if os.geteuid() != 0:
+        return False
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)], capture_output=True
+    )
+    return done.returncode == 0
+
+
+def test_tiny_tmpfs_full_then_read_only(tmp_path, caplog):
+    """A real full file system and a real read-only remount, where we may mount (root with
+    CAP_SYS_ADMIN); the RLIMIT_FSIZE test above covers the rest."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if not _mount_tmpfs(mnt, "256k"):
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        path = str(mnt / "history.sqlite")
+        clock = Clock(T0 + 2000 * HOUR)
+        h = History(path, clock=clock, max_rows_per_drive=100000)
+        h.record("S1", T0, drive(host=0))
+        with open(mnt / "filler", "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError:
+                pass
+        for i in range(1, 1500):
+            h.record("S1", T0 + i * HOUR, drive(host=i * 3600 * 7))
+        assert h.errors_total > 0 and h.healthy is False
+        assert "full" in (h.last_error or "").lower() or "disk" in (h.last_error or "").lower()
+        assert len(h.samples("S1")) == 1500
+        assert h.write_rate("S1", T0 + 1499 * HOUR, window_seconds=10 * DAY) == pytest.approx(7.0)
+
+        h.close()  # the final flush fails too, quietly
+        os.remove(mnt / "filler")
+
+        # the same directory seen through a read-only bind mount
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        subprocess.run(["mount", "--bind", str(mnt), str(ro)], check=True)
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+            with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+                h = History(str(ro / "history.sqlite"), clock=clock)
+            # readable but not writable: keep reading the old samples, new ones wait in memory
+            assert h.healthy is False and h.moved_aside is None
+            assert any("cannot be written" in r.getMessage() for r in caplog.records)
+            old = len(h.samples("S1"))
+            assert old >= 1
+            errors = h.errors_total
+            h.record("S1", T0 + 1500 * HOUR, drive(host=1500 * 3600 * 7))
+            assert h.errors_total == errors + 1
+            assert len(h.samples("S1")) == old + 1
+            h.close()
+        finally:
+            subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+        assert rows_on_disk(path) >= 1  # the file itself is untouched
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+# ---------------------------------------------------------------------------- bounds
+
+
+def test_retention_drops_old_rows_including_vanished_drives(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    clock = Clock(T0)
+    h = History(path, retention_days=5, clock=clock)
+    h.record("GONE", T0, drive(host=1))
+    for day in range(11):
+        clock.now = T0 + day * DAY
+        h.record("S1", clock.now, drive(host=day))
+    days_kept = sorted(int((s.ts - T0) / DAY) for s in h.samples("S1"))
+    assert days_kept == [5, 6, 7, 8, 9, 10]
+    assert h.serials() == ["S1"]
+    h.close()
+    assert rows_on_disk(path) == 6
+
+
+def test_row_cap_keeps_the_newest_rows(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    h = History(path, max_rows_per_drive=50, clock=Clock(T0 + 300 * HOUR))
+    fill(h, "S1", T0, 200)
+    fill(h, "S2", T0, 20)
+    samples = h.samples("S1")
+    assert len(samples) == 50
+    assert samples[0].ts == T0 + 150 * HOUR and samples[-1].ts == T0 + 199 * HOUR
+    assert len(h.samples("S2")) == 20
+    h.close()
+    assert rows_on_disk(path) == 70
+
+
+def test_pending_buffer_is_bounded_while_writes_fail(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    h = History(path, max_rows_per_drive=30, clock=Clock(T0 + 300 * HOUR), busy_timeout_seconds=0.0)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        fill(h, "S1", T0, 100)
+        assert h.pending_count == 30
+        assert h.samples("S1")[0].ts == T0 + 70 * HOUR
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    h.close()
+    assert rows_on_disk(path) == 30
+
+
+# ---------------------------------------------------------------------------- rates
+
+
+def test_write_rate_restarts_after_a_counter_reset():
+    h = History(None, clock=Clock(T0 + DAY))
+    h.record("S1", T0, drive(host=10**12, nand=2 * 10**12))
+    h.record("S1", T0 + 2 * HOUR, drive(host=10**12 + 7200 * 100, nand=2 * 10**12 + 7200 * 300))
+    # drive replaced under the same identity (or counters cleared): values go down
+    h.record("S1", T0 + 3 * HOUR, drive(host=50, nand=80))
+    assert h.write_rate("S1", T0 + 3 * HOUR) is None  # a single point after the reset
+    h.record("S1", T0 + 3.5 * HOUR, drive(host=50 + 1800 * 200, nand=80 + 1800 * 500))
+    assert h.write_rate("S1", T0 + 3.5 * HOUR) is None  # 30 minutes: under the 1 h minimum
+    h.record("S1", T0 + 5 * HOUR, drive(host=50 + 7200 * 200, nand=80 + 7200 * 500))
+    assert h.write_rate("S1", T0 + 5 * HOUR) == pytest.approx(200.0)
+    assert h.nand_write_rate("S1", T0 + 5 * HOUR) == pytest.approx(500.0)
+    # asked about a moment before the reset, the old run answers
+    assert h.write_rate("S1", T0 + 2 * HOUR) == pytest.approx(100.0)
+
+
+def test_write_rate_uses_the_window_and_skips_missing_values():
+    h = History(None, clock=Clock(T0 + 30 * DAY))
+    h.record("S1", T0, drive(host=0))
+    h.record("S1", T0 + 10 * DAY, drive(host=None))  # source did not report it
+    h.record("S1", T0 + 20 * DAY, drive(host=20 * DAY * 5))
+    h.record("S1", T0 + 27 * DAY, drive(host=20 * DAY * 5 + 7 * DAY * 2))
+    assert h.write_rate("S1", T0 + 27 * DAY) == pytest.approx(2.0)  # 7-day window
+    assert h.write_rate("S1", T0 + 27 * DAY, window_seconds=30 * DAY) == pytest.approx(
+        (20 * 5 + 7 * 2) / 27
+    )
+    assert h.write_rate("NOPE", T0) is None
+    assert h.nand_write_rate("S1", T0 + 27 * DAY) is None
+
+
+def test_life_slope_least_squares():
+    h = History(None, clock=Clock(T0 + 40 * DAY))
+    for day in range(31):
+        h.record("S1", T0 + day * DAY, drive(life=0.80 - 0.001 * day))
+    assert h.life_slope("S1", T0 + 30 * DAY) == pytest.approx(-0.001 / DAY)
+    assert least_squares_slope([(T0, 0.5)]) is None
+    assert least_squares_slope([(T0, 0.5), (T0 + 60, 0.4)]) is None  # under an hour
+    # noisy steps: slope of the best line, not of the end points
+    assert least_squares_slope([(0, 1.0), (3600, 0.0), (7200, 1.0)]) == pytest.approx(0.0)
+
+
+def test_counter_rate_pure():
+    assert counter_rate([]) is None
+    assert counter_rate([(0, 0), (7200, 7200)]) == 1.0
+    assert counter_rate([(0, 5), (7200, 5)]) == 0.0  # idle is a rate, not "unknown"
+    assert counter_rate([(0, 100), (3600, 50), (7200, 3650)]) == 1.0
+
+
+# ---------------------------------------------------------------------------- misc
+
+
+def test_default_state_dir(tmp_path):
+    system = tmp_path / "var-lib" / "ssdfleet"
+    (tmp_path / "var-lib").mkdir()
+    assert default_state_dir(euid=0, environ={}, system_dir=str(system)) == str(system)
+    missing = tmp_path / "nowhere" / "deeper" / "ssdfleet"
+    assert (
+        default_state_dir(euid=0, environ={}, home="/home/x", system_dir=str(missing))
+        == "/home/x/.local/state/ssdfleet"
+    )
+    assert (
+        default_state_dir(euid=1000, environ={"XDG_STATE_HOME": "/xdg"}, system_dir=str(system))
+        == "/xdg/ssdfleet"
+    )
+    assert (
+        default_state_dir(
+            euid=1000,
+            environ={"XDG_STATE_HOME": "relative"},
+            home="/home/x",
+            system_dir=str(system),
+        )
+        == "/home/x/.local/state/ssdfleet"
+    )
+
+
+def test_poller_writes_while_http_reads(tmp_path):
+    h = History(str(tmp_path / "h.sqlite"), clock=Clock(T0 + 3000 * HOUR), max_rows_per_drive=5000)
+    failures = []
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            try:
+                h.samples("S1")
+                h.write_rate("S1", T0 + 3000 * HOUR)
+                h.life_slope("S1", T0 + 3000 * HOUR)
+            except Exception as exc:  # noqa: BLE001 - the test reports any failure
+                failures.append(exc)
+
+    readers = [threading.Thread(target=reader) for _ in range(3)]
+    for t in readers:
+        t.start()
+    try:
+        fill(h, "S1", T0, 1000)
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert failures == []
+    assert len(h.samples("S1")) == 1000
+    assert h.errors_total == 0
+    h.close()
+    h.close()  # idempotent
+    h.record("S1", T0 + 5000 * HOUR, drive(host=1))  # after close: ignored, no raise
