@@ -1,0 +1,458 @@
+"""Fleet overview: which drives wear out soon, which hosts misbehave, across all agents."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import bargauge
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.models import common as common_models
+from grafana_foundation_sdk.models import dashboard as models
+
+from dashboards.common import (
+    BYTES,
+    CELSIUS,
+    COUNT,
+    DATASOURCE,
+    DRIVE_COLUMNS,
+    DRIVE_KEY,
+    LIFE_LEFT_THRESHOLDS,
+    PROBLEM_THRESHOLDS,
+    RATIO,
+    SECONDS,
+    STALE_DATA_SECONDS,
+    TEMPERATURE_THRESHOLDS,
+    TIMESTAMP_MS,
+    UP_MAPPING,
+    WRITE_CACHE_MAPPING,
+    count_or_zero,
+    datasource_variable,
+    drive_link,
+    job_variable,
+    merge_and_organize,
+    new_dashboard,
+    number_panels,
+    override,
+    per_drive,
+    query,
+    row,
+    stat_panel,
+    table_panel,
+    thresholds,
+    timeseries_panel,
+    value_text,
+)
+
+UID = "ssdfleet-fleet"
+SEL = '{job=~"$job"}'
+DAY = 86400
+MONTH_DAYS = 30  # the wear-out histogram uses 30-day buckets, not calendar months
+
+# The band edges are those of the recording rule job:ssd_life_left_ratio:count (the alert
+# thresholds 3 % and 10 %, then quarters), lower edge included; counted from the raw series
+# here so that an empty band shows 0.
+LIFE_BANDS = [
+    # legend, PromQL filter on life left, colour
+    ("75-100 %", ">= 0.75", "dark-green"),
+    ("50-75 %", ">= 0.5 < 0.75", "green"),
+    ("25-50 %", ">= 0.25 < 0.5", "yellow"),
+    ("10-25 %", ">= 0.1 < 0.25", "orange"),
+    ("3-10 %", ">= 0.03 < 0.1", "red"),
+    ("0-3 %", "< 0.03", "dark-red"),
+]
+
+WEAROUT = f"min by ({DRIVE_KEY}) (ssd_projected_wearout_timestamp_seconds{SEL})"
+WORST = f"bottomk(20, ssd_life_left_ratio{SEL})"
+# Fleet-wide range panels read recording rules (deploy/prometheus/ssdfleet-recording.yml);
+# instant panels and the host and drive views read raw series, which stay cheap there.
+HOTTEST_SENSOR = f"ssd:temperature_celsius:max{SEL}"
+
+
+def _fixed_colour(colour: str) -> dict:
+    return {"mode": "fixed", "fixedColor": colour}
+
+
+def _life_bands_panel() -> bargauge.Panel:
+    targets = [
+        query(
+            count_or_zero(f"ssd_life_left_ratio{SEL} {condition}"),
+            legend=legend,
+            ref_id=chr(ord("A") + i),
+            instant=True,
+        )
+        for i, (legend, condition, _) in enumerate(LIFE_BANDS)
+    ]
+    panel = (
+        bargauge.Panel()
+        .title("Drives by life left")
+        .description("How many drives have how much estimated life left (ssd_life_left_ratio).")
+        .datasource(DATASOURCE)
+        .targets(targets)
+        .unit(COUNT)
+        .min(0)
+        .orientation(common_models.VizOrientation.HORIZONTAL)
+        .display_mode(common_models.BarGaugeDisplayMode.GRADIENT)
+        .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .span(8)
+        .height(8)
+    )
+    for legend, _, colour in LIFE_BANDS:
+        matcher, properties = override(legend, color=_fixed_colour(colour))
+        panel = panel.with_override(matcher, properties)
+    return panel
+
+
+def _wearout_months_panel() -> bargauge.Panel:
+    targets = []
+    for month in range(12):
+        lower, upper = month * MONTH_DAYS * DAY, (month + 1) * MONTH_DAYS * DAY
+        # The first bucket also takes drives whose projected wear-out is already past.
+        window = f"<= {upper}" if month == 0 else f"> {lower} <= {upper}"
+        targets.append(
+            query(
+                count_or_zero(f"({WEAROUT} - time()) {window}"),
+                legend=f"{month * MONTH_DAYS + 1}-{(month + 1) * MONTH_DAYS} d" if month else f"<= {MONTH_DAYS} d",
+                ref_id=chr(ord("A") + month),
+                instant=True,
+            )
+        )
+    return (
+        bargauge.Panel()
+        .title("Wear-outs expected per month, next 12 months")
+        .description(
+            "Drives whose projected wear-out (ssd_projected_wearout_timestamp_seconds, the agent's best "
+            "method) falls in each 30-day window from now: the replacement budget."
+        )
+        .datasource(DATASOURCE)
+        .targets(targets)
+        .unit(COUNT)
+        .min(0)
+        .orientation(common_models.VizOrientation.VERTICAL)
+        .display_mode(common_models.BarGaugeDisplayMode.BASIC)
+        .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .thresholds(thresholds((None, "green"), (1, "orange")))
+        .span(16)
+        .height(8)
+    )
+
+
+def _worst_drives_table():
+    # Each column restricted to the 20 worst drives so the merged table has 20 rows.
+    only_worst = f" and on ({DRIVE_KEY}) {WORST}"
+    targets = [
+        query(per_drive(WORST, SEL), ref_id="A", as_table=True),
+        query(per_drive(f"{WEAROUT} * 1000{only_worst}", SEL), ref_id="B", as_table=True),
+        query(per_drive(f"ssd_write_rate_bytes_per_second{SEL} * {DAY}{only_worst}", SEL), ref_id="C", as_table=True),
+        query(per_drive(f"ssd_spare_left_ratio{SEL}{only_worst}", SEL), ref_id="D", as_table=True),
+    ]
+    panel = table_panel(
+        "Worst 20 drives by life left",
+        targets,
+        description="Lowest ssd_life_left_ratio in the fleet, with model and kind from ssd_drive_info. "
+        "Click a row for the drive view.",
+        width=24,
+        height=10,
+        transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B", "Value #C", "Value #D"]),
+        overrides=[
+            override(
+                "Value #A",
+                displayName="Life left",
+                unit=RATIO,
+                decimals=1,
+                thresholds=thresholds(*LIFE_LEFT_THRESHOLDS).build(),
+                **{"custom__cellOptions": {"type": "color-background", "mode": "gradient"}},
+            ),
+            override("Value #B", displayName="Projected wear-out", unit=TIMESTAMP_MS),
+            override("Value #C", displayName="Writes per day", unit=BYTES),
+            override("Value #D", displayName="Spare left", unit=RATIO),
+        ],
+        sort_by=("Life left", False),
+    )
+    return panel.data_links([drive_link()])
+
+
+def _write_cache_off_table():
+    return table_panel(
+        "Write caches off",
+        [
+            query(per_drive(f"ssd_write_cache_enabled{SEL} == 0", SEL), ref_id="A", as_table=True),
+            query(
+                per_drive(
+                    f"ssd_write_cache_expected_enabled{SEL} and on ({DRIVE_KEY}) ssd_write_cache_enabled{SEL} == 0", SEL
+                ),
+                ref_id="B",
+                as_table=True,
+            ),
+        ],
+        description="Drives whose volatile write cache is disabled (ssd_write_cache_enabled == 0), and "
+        "whether the agent was told to expect that.",
+        width=16,
+        height=6,
+        transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B"]),
+        overrides=[
+            override(
+                "Value #A",
+                displayName="Write cache",
+                mappings=value_text(WRITE_CACHE_MAPPING),
+                **{"custom__cellOptions": {"type": "color-text"}},
+            ),
+            override("Value #B", displayName="Expected", mappings=value_text(WRITE_CACHE_MAPPING)),
+        ],
+    ).data_links([drive_link()])
+
+
+def _hottest_drives_panel() -> bargauge.Panel:
+    return (
+        bargauge.Panel()
+        .title("Hottest drives")
+        .description("The ten highest current temperatures (any sensor) in the fleet.")
+        .datasource(DATASOURCE)
+        .targets([query(f"topk(10, {HOTTEST_SENSOR})", legend="{{instance}} {{device}} {{serial}}", instant=True)])
+        .unit(CELSIUS)
+        .min(0)
+        .max(90)
+        .thresholds(thresholds(*TEMPERATURE_THRESHOLDS))
+        .orientation(common_models.VizOrientation.HORIZONTAL)
+        .display_mode(common_models.BarGaugeDisplayMode.GRADIENT)
+        .reduce_options(common_builders.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .span(12)
+        .height(9)
+    )
+
+
+STALE_AGENTS = (
+    f"(up{SEL} == 0) or on (job, instance) (max by (job, instance) (ssd_data_age_seconds{SEL}) > {STALE_DATA_SECONDS})"
+)
+
+
+def _agents_table():
+    targets = [
+        query(f"max by (job, instance) (up{SEL})", ref_id="A", as_table=True),
+        query(f"max by (job, instance) (ssd_data_age_seconds{SEL})", ref_id="B", as_table=True),
+        query(f"max by (job, instance) (ssd_drives{SEL})", ref_id="C", as_table=True),
+        query(
+            f"count by (job, instance) (ssd_collector_success{SEL} == 0) or on (job, instance) "
+            f"(0 * max by (job, instance) (ssd_drives{SEL}))",
+            ref_id="D",
+            as_table=True,
+        ),
+        query(f"max by (job, instance) (ssd_history_healthy{SEL})", ref_id="E", as_table=True),
+    ]
+    return table_panel(
+        "Agents",
+        targets,
+        description=f"Every agent: scrape status, age of its oldest drive data (stale above {STALE_DATA_SECONDS} s), "
+        "drives seen, failing collectors, and whether its SQLite history is on disk.",
+        width=12,
+        height=9,
+        transformations=merge_and_organize(
+            ["job", "instance", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E"], hidden=("Time",)
+        ),
+        overrides=[
+            override(
+                "Value #A",
+                displayName="Scrape",
+                mappings=value_text(UP_MAPPING),
+                **{"custom__cellOptions": {"type": "color-text"}},
+            ),
+            override(
+                "Value #B",
+                displayName="Data age",
+                unit=SECONDS,
+                thresholds=thresholds((None, "green"), (STALE_DATA_SECONDS, "red")).build(),
+                **{"custom__cellOptions": {"type": "color-text"}},
+            ),
+            override("Value #C", displayName="Drives"),
+            override(
+                "Value #D",
+                displayName="Collectors failing",
+                thresholds=thresholds(*PROBLEM_THRESHOLDS).build(),
+                **{"custom__cellOptions": {"type": "color-text"}},
+            ),
+            override(
+                "Value #E",
+                displayName="History on disk",
+                mappings=value_text({"1": ("yes", "green"), "0": ("in memory", "orange")}),
+            ),
+        ],
+        sort_by=("Data age", True),
+    )
+
+
+def _collectors_failing_table():
+    return table_panel(
+        "Collectors failing",
+        [
+            query(f"ssd_collector_success{SEL} == 0", ref_id="A", as_table=True),
+            query(
+                f"increase(ssd_collector_errors_total{SEL}[1h]) and on (job, instance, collector) "
+                f"ssd_collector_success{SEL} == 0",
+                ref_id="B",
+                as_table=True,
+            ),
+        ],
+        description="Collectors whose last run failed for at least one drive (ssd_collector_success == 0), "
+        "with their errors over the last hour.",
+        width=12,
+        height=8,
+        transformations=merge_and_organize(
+            ["job", "instance", "collector", "Value #A", "Value #B"], hidden=("Time", "__name__")
+        ),
+        overrides=[
+            override(
+                "Value #A",
+                displayName="Success",
+                mappings=value_text({"0": ("FAILING", "red"), "1": ("ok", "green")}),
+                **{"custom__cellOptions": {"type": "color-text"}},
+            ),
+            override("Value #B", displayName="Errors, last hour", decimals=0),
+        ],
+    )
+
+
+def build() -> models.Dashboard:
+    builder = (
+        new_dashboard(
+            UID,
+            "ssdfleet / Fleet overview",
+            "SSD wear, write caches, temperatures and agent health across every host running the ssdfleet agent.",
+        )
+        .with_variable(datasource_variable())
+        .with_variable(job_variable())
+        .with_row(row("Fleet"))
+        .with_panel(
+            stat_panel(
+                "Drives",
+                COUNT,
+                [query(count_or_zero(f"ssd_drive_info{SEL}"), instant=True)],
+                description="Drives reported by all agents.",
+                steps=((None, "blue"),),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Under 10 % life left",
+                COUNT,
+                [query(count_or_zero(f"ssd_life_left_ratio{SEL} < 0.1"), instant=True)],
+                description="Drives to replace now.",
+                steps=PROBLEM_THRESHOLDS,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Wear-out within 90 days",
+                COUNT,
+                [query(count_or_zero(f"({WEAROUT} - time()) <= {90 * DAY}"), instant=True)],
+                description="Drives whose projected wear-out is less than 90 days away.",
+                steps=PROBLEM_THRESHOLDS,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Write caches off",
+                COUNT,
+                [query(count_or_zero(f"ssd_write_cache_enabled{SEL} == 0"), instant=True)],
+                description="Drives with the volatile write cache disabled: writes are much slower.",
+                steps=((None, "green"), (1, "orange")),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Stale agents",
+                COUNT,
+                [query(count_or_zero(STALE_AGENTS), instant=True)],
+                description=f"Agents Prometheus cannot scrape (up == 0) or whose drive data is older "
+                f"than {STALE_DATA_SECONDS} s.",
+                steps=PROBLEM_THRESHOLDS,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Collectors failing",
+                COUNT,
+                [query(count_or_zero(f"ssd_collector_success{SEL} == 0"), instant=True)],
+                description="Collector runs that failed (ssd_collector_success == 0), all agents.",
+                steps=PROBLEM_THRESHOLDS,
+            )
+        )
+        .with_row(row("Wear"))
+        .with_panel(_life_bands_panel())
+        .with_panel(_wearout_months_panel())
+        .with_panel(_worst_drives_table())
+        .with_panel(
+            timeseries_panel(
+                "Life left, 10 worst drives",
+                RATIO,
+                [query(f"bottomk(10, ssd_life_left_ratio{SEL})", legend="{{instance}} {{device}} {{serial}}")],
+                description="ssd_life_left_ratio of the ten drives with the least life left.",
+                width=12,
+                min_val=0,
+                max_val=1,
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Host writes per day, 10 busiest drives",
+                BYTES,
+                [
+                    query(
+                        f"topk(10, ssd:host_written_bytes:rate1d{SEL} * {DAY})",
+                        legend="{{instance}} {{device}} {{serial}}",
+                    )
+                ],
+                description="Bytes written by the host over the last day, the write load that wears "
+                "drives out (recording rule ssd:host_written_bytes:rate1d: a raw rate over 1d "
+                "at every step of a week-long graph of the whole fleet would be costly).",
+                width=12,
+                min_val=0,
+            )
+        )
+        .with_row(row("Write caches and temperatures"))
+        .with_panel(_write_cache_off_table())
+        .with_panel(
+            stat_panel(
+                "Write cache not as expected",
+                COUNT,
+                [query(count_or_zero(f"ssd_write_cache_mismatch{SEL} == 1"), instant=True)],
+                description="Drives whose write cache state differs from the configured expectation.",
+                steps=PROBLEM_THRESHOLDS,
+                width=8,
+                height=6,
+            )
+        )
+        .with_panel(_hottest_drives_panel())
+        .with_panel(
+            timeseries_panel(
+                "Temperature, 10 hottest drives",
+                CELSIUS,
+                [query(f"topk(10, {HOTTEST_SENSOR})", legend="{{instance}} {{device}} {{serial}}")],
+                description="Hottest sensor of the ten hottest drives (recording rule ssd:temperature_celsius:max).",
+                width=12,
+                height=9,
+            )
+        )
+        .with_row(row("Agents"))
+        .with_panel(_agents_table())
+        .with_panel(_collectors_failing_table())
+        .with_panel(
+            timeseries_panel(
+                "Collector run time, slowest agent",
+                SECONDS,
+                [query(f"max by (collector) (ssd_collector_duration_seconds{SEL})", legend="{{collector}}")],
+                description="How long each collector's last run took on the slowest agent.",
+                width=12,
+                height=8,
+                min_val=0,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Stuck probes",
+                COUNT,
+                [query(count_or_zero(f"ssd_probe_stuck{SEL} == 1"), instant=True)],
+                description="Devices quarantined because a probe outlived SIGKILL (D state).",
+                steps=PROBLEM_THRESHOLDS,
+                width=12,
+                height=8,
+            )
+        )
+    )
+    return number_panels(builder.build())
