@@ -6,12 +6,9 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
-import signal
 import sys
-import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from agent import __version__
 from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, load_config

@@ -113,7 +113,7 @@ class DriveReading:
         """Stable identity: serial, else WWN, else the device path."""
         return self.serial or self.wwn or self.device
 
-    def replace(self, **changes) -> "DriveReading":
+    def replace(self, **changes) -> DriveReading:
         return dataclasses.replace(self, **changes)
 
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run the ssdfleet test suite from a plain clone.
+# Installs the Debian packages the end-to-end tests use (when run as root and they are
+# missing), makes a virtualenv in .venv, installs ssdfleet with its test extras, runs pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(prometheus prometheus-alertmanager smartmontools hdparm nvme-cli openssl chromium)
+missing=()
+for pkg in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "note: missing Debian packages ${missing[*]}; tests that need them will be skipped" >&2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,189 @@
+"""End to end: the real ``ssdfleet agent`` process against fake tools, scraped over HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.fakehost import ROOT, AgentProcess, build_default_host, promtool
+
+# Values read off the fixture files by hand.
+SDA_SERIAL = "S3YZNB0KB00864E"  # scrutiny__smart-ata-full.json, Samsung SSD 860 EVO 500GB
+NVME0_SERIAL = "BTNH93710FS91P0B"  # scrutiny__smart-nvme.json, INTEL SSDPEKNW010T8
+NVME1_SERIAL = "S466NX0M776250H"  # scrutiny__smart-nvme-failed.json, Samsung SSD 970 EVO 500GB
+SHANNON_SERIAL = "006819246149b014"  # seed000__status-p_scta_9h.txt
+
+
+def scrape(agent: AgentProcess) -> dict:
+    """{(name, frozenset(labels)): value} for every sample."""
+    text = agent.get("/metrics").decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(samples: dict, name: str, **labels):
+    want = set(labels.items())
+    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+    if not found:
+        return None
+    assert len(found) == 1, f"{name}{labels} matched {len(found)} series"
+    return found[0]
+
+
+def wait_for(fn, timeout=20.0, interval=0.2):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met in {timeout}s; last value {last!r}")
+
+
+FAST = ["--interval.smartctl", "1", "--interval.shannon", "1", "--interval.write_cache", "1",
+        "--interval.diskstats", "1", "--tool-timeout", "5"]
+
+
+@pytest.fixture
+def host(tmp_path):
+    return build_default_host(tmp_path)
+
+
+@pytest.fixture
+def agent(host):
+    proc = AgentProcess(host, FAST)
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+def all_drives_seen(agent):
+    s = scrape(agent)
+    serials = {dict(ls).get("serial") for (n, ls) in s if n == "ssd_drive_info"}
+    if {SDA_SERIAL, NVME0_SERIAL, NVME1_SERIAL, SHANNON_SERIAL} <= serials:
+        return s
+    return None
+
+
+def test_metrics_for_every_fake_drive(agent, host):
+    s = wait_for(lambda: all_drives_seen(agent))
+    # Shannon card: values printed by shannon-status -p in the seed document.
+    assert value(s, "ssd_life_left_ratio", serial=SHANNON_SERIAL) == pytest.approx(0.99)
+    assert value(s, "ssd_bad_block_ratio", serial=SHANNON_SERIAL) == pytest.approx(0.010760)
+    assert value(s, "ssd_write_amplification", serial=SHANNON_SERIAL) == pytest.approx(1.4493)
+    assert value(s, "ssd_host_written_bytes_total", serial=SHANNON_SERIAL) == pytest.approx(13801.32e9)
+    assert value(s, "ssd_temperature_celsius", serial=SHANNON_SERIAL, sensor="controller") == 71
+    assert value(s, "ssd_temperature_max_celsius", serial=SHANNON_SERIAL, sensor="flash") == 63
+    assert value(s, "ssd_readonly", serial=SHANNON_SERIAL) == 0
+    assert value(s, "ssd_drive_info", serial=SHANNON_SERIAL, device="dfa", kind="shannon") == 1
+    # NVMe (scrutiny__smart-nvme.json): percentage_used 0? read from the file below.
+    nvme = json.loads((host.root / "responses/smartctl/nvme0.out").read_text())
+    log = nvme["nvme_smart_health_information_log"]
+    assert value(s, "ssd_life_left_ratio", serial=NVME0_SERIAL) == pytest.approx(1 - log["percentage_used"] / 100)
+    assert value(s, "ssd_host_written_bytes_total", serial=NVME0_SERIAL) == log["data_units_written"] * 512000
+    assert value(s, "ssd_spare_left_ratio", serial=NVME0_SERIAL) == pytest.approx(log["available_spare"] / 100)
+    assert value(s, "ssd_drive_info", serial=NVME0_SERIAL, device="nvme0", kind="nvme") == 1
+    # The failing NVMe: 7 media errors, 3% used, 65602088 data units written.
+    assert value(s, "ssd_media_errors_total", serial=NVME1_SERIAL) == 7
+    assert value(s, "ssd_life_left_ratio", serial=NVME1_SERIAL) == pytest.approx(0.97)
+    assert value(s, "ssd_host_written_bytes_total", serial=NVME1_SERIAL) == 65602088 * 512000
+    # SATA Samsung 860 EVO: SMART passed, temperature present.
+    assert value(s, "ssd_smart_healthy", serial=SDA_SERIAL) == 1
+    assert value(s, "ssd_drive_info", serial=SDA_SERIAL, device="sda", kind="ata") == 1
+    # Write cache from the fake hdparm / sysfs, and diskstats folded onto the drive.
+    wait_for(lambda: value(scrape(agent), "ssd_write_cache_enabled", serial=SDA_SERIAL) == 1)
+    s = scrape(agent)
+    assert value(s, "ssd_io_written_bytes_total", serial=SHANNON_SERIAL) == 14400000 * 512
+    assert value(s, "ssd_io_reads_completed_total", serial=NVME0_SERIAL) == 5000
+    # Collectors all well.
+    for c in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
+        assert value(s, "ssd_collector_success", collector=c) == 1, c
+    # smartctl was called with explicit -d TYPE and -n standby, never woke a drive.
+    calls = [c for c in host.calls() if c.startswith("smartctl") and "/dev/sda" in c]
+    assert calls and all("-d sat" in c and "--nocheck=standby" in c for c in calls)
+
+
+def test_promtool_check_metrics_is_clean(agent):
+    wait_for(lambda: all_drives_seen(agent))
+    tool = promtool()
+    if tool is None:
+        pytest.skip("promtool not installed (Debian package prometheus)")
+    text = agent.get("/metrics")
+    r = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, timeout=30)
+    assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), (r.stdout + r.stderr).decode()
+
+
+def test_api_drives_json(agent):
+    wait_for(lambda: all_drives_seen(agent))
+    data = json.loads(agent.get("/api/v1/drives"))
+    by_serial = {d["serial"]: d for d in data["drives"]}
+    card = by_serial[SHANNON_SERIAL]
+    assert card["device"] == "dfa" and card["kind"] == "shannon"
+    assert card["life_left_ratio"] == pytest.approx(0.99)
+    assert by_serial[NVME1_SERIAL]["media_errors"] == 7
+    assert any(f["reason"].startswith("7 media errors") for f in by_serial[NVME1_SERIAL]["flags"])
+    assert {c["name"] for c in data["collectors"]} >= {"smartctl", "shannon", "diskstats"}
+
+
+def test_bad_tools_do_not_stop_the_agent(host):
+    """One tool prints garbage, one exits 2, one is missing: the rest keep serving."""
+    agent = AgentProcess(host, FAST)
+    try:
+        agent.wait_ready()
+        s = wait_for(lambda: all_drives_seen(agent))
+        assert value(s, "ssd_collector_success", collector="smartctl") == 1
+        # nvme0 now prints garbage, nvme1 exits 2 with nothing (smartctl: device open failed).
+        host.set_response("smartctl", "nvme0", b"\x00\xffnot json at all{{{")
+        host.set_response("smartctl", "nvme1", "", exit_code=2)
+        # shannon-status disappears although a dfX device exists.
+        host.remove_tool("shannon-status")
+
+        def failures_visible():
+            s = scrape(agent)
+            ok = (value(s, "ssd_collector_success", collector="smartctl") == 0
+                  and value(s, "ssd_collector_success", collector="shannon") == 0)
+            return s if ok else None
+
+        s = wait_for(failures_visible)
+        assert value(s, "ssd_collector_errors_total", collector="smartctl") >= 1
+        # Last good values stay, marked by their age; the healthy drive keeps updating.
+        assert value(s, "ssd_life_left_ratio", serial=SHANNON_SERIAL) == pytest.approx(0.99)
+        assert value(s, "ssd_media_errors_total", serial=NVME1_SERIAL) == 7
+        assert value(s, "ssd_smart_healthy", serial=SDA_SERIAL) == 1
+        time.sleep(1.5)
+        s2 = scrape(agent)
+        assert value(s2, "ssd_data_age_seconds", serial=SHANNON_SERIAL) > value(s, "ssd_data_age_seconds", serial=SHANNON_SERIAL)
+        assert value(s2, "ssd_data_age_seconds", serial=SDA_SERIAL) < 3
+        assert agent.proc.poll() is None
+        assert "nvme0" in agent.log() and "shannon" in agent.log()
+    finally:
+        agent.stop()
+
+
+def test_status_command_prints_the_table(host):
+    env_args = host.config_args()
+    r = subprocess.run(
+        [sys.executable, "-m", "agent", "status", "--local", "--color", "never"] + env_args,
+        capture_output=True, text=True, timeout=60, cwd=str(ROOT),
+    )
+    out = r.stdout
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["DEVICE", "KIND", "MODEL", "SERIAL"]
+    rows = {line.split()[0]: line for line in lines[1:] if line and not line.startswith("source")}
+    assert SHANNON_SERIAL in rows["dfa"] and "99%" in rows["dfa"]
+    assert NVME1_SERIAL in rows["nvme1"] and "97%" in rows["nvme1"]
+    assert "Samsung SSD 860 EVO" in rows["sda"]
+    # nvme1 has media errors: a warning, so the Nagios exit code is 1.
+    assert "WARNING" in rows["nvme1"]
+    assert r.returncode == 1, r.stderr
