@@ -85,37 +85,44 @@ def _setup_logging(level: str) -> None:
     )
 
 
+def _simulated(args: argparse.Namespace) -> None:
+    """``--simulate N``: build a simulated host (fake tools, sysfs, procfs) and point the
+    agent's tool and host paths at it, so the real probe-parse path runs on any machine."""
+    if not getattr(args, "simulate", None):
+        return
+    from simulator.demo import setup_simulated_host
+
+    overrides = setup_simulated_host(drives=args.simulate, speed=args.simulate_speed,
+                                     root=args.simulate_dir)
+    for key, value in overrides.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+
 def cmd_agent(args: argparse.Namespace) -> int:
+    _simulated(args)
     config = _config(args)
     _setup_logging(config.log_level)
     import uvicorn
 
+    from agent import webconfig
     from agent.api import create_app
     from agent.poller import Poller
 
-    server_kwargs: Dict[str, Any] = {}
-    middleware = None
-    if config.web_config_file:
-        from agent import webconfig
-
-        web = webconfig.load_web_config(config.web_config_file)
-        server_kwargs.update(webconfig.uvicorn_ssl_kwargs(web))
-        if web is not None and web.basic_auth_users:
-            middleware = web.basic_auth_users
+    web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
+    server_kwargs: Dict[str, Any] = webconfig.uvicorn_ssl_kwargs(web) if web is not None else {}
     host, port = config.listen_host_port()
     poller = Poller(config)
-    page = None
     try:
         from agent.page import render_page
-
-        page = render_page
-    except ImportError:
+    except ImportError:  # the status page is optional
         page = None
+    else:
+        def page(snap, now):
+            return render_page(snap, now, history=poller.history)
     app = create_app(poller.snapshot, page=page)
-    if middleware:
-        from agent.webconfig import BasicAuthMiddleware
-
-        app = BasicAuthMiddleware(app, users=middleware)
+    if web is not None:
+        app = webconfig.secure_app(app, web)
     log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",
              __version__, ",".join(config.collectors), host, port)
     poller.start()
@@ -168,6 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--listen-address", help=f"host:port to listen on (default :{DEFAULT_PORT})")
     p.add_argument("--web-config", help="web config file (TLS, basic auth), Prometheus exporter format")
+    p.add_argument("--simulate", type=int, nargs="?", const=6, metavar="DRIVES",
+                   help="demo: serve a simulated host with this many drives (default 6)")
+    p.add_argument("--simulate-speed", type=float, default=3600.0,
+                   help="simulated seconds per real second (default 3600: an hour a second)")
+    p.add_argument("--simulate-dir", help="where to build the simulated host (default: a temp dir)")
     for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
         p.add_argument(f"--interval.{name}", dest=f"interval_{name}", type=float,
                        help=f"seconds between {name} polls")
@@ -196,6 +208,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.func(args)
     except ConfigError as exc:
+        sys.stderr.write(f"ssdfleet: {exc}\n")
+        return 64
+    except ValueError as exc:  # WebConfigError and other start-up refusals
         sys.stderr.write(f"ssdfleet: {exc}\n")
         return 64
     except KeyboardInterrupt:

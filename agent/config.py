@@ -6,7 +6,6 @@ the agent at a fixture tree and at fake tools exactly as they would at real ones
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Dict, List, Optional
 
@@ -171,10 +170,3 @@ def _merge(base: Dict, extra: Dict) -> Dict:
         else:
             out[key] = value
     return out
-
-
-def default_state_dir() -> str:
-    if os.geteuid() == 0:
-        return "/var/lib/ssdfleet"
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "ssdfleet")

@@ -17,7 +17,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from agent import __version__
-from agent.model import CACHE_DISABLED, CACHE_ENABLED, Drive, Snapshot
+from agent.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, Drive, Snapshot
+from collectors import write_cache
 
 DRIVE_LABELS = ["device", "serial"]
 
@@ -139,14 +140,15 @@ def drive_families(drives: Iterable[Drive], now: float) -> List:
                 gauge("ssd_write_cache_state", "Write cache state as each source reports it.",
                       ids + [s.source, s.state], 1, ["source", "state"])
         effective = effective_cache(d)
-        if effective in (CACHE_ENABLED, CACHE_DISABLED):
+        if effective is not None:
             gauge("ssd_write_cache_enabled", "Effective volatile write cache state (1 enabled).", ids,
                   1 if effective == CACHE_ENABLED else 0)
             if d.write_cache_expected is not None:
                 gauge("ssd_write_cache_expected_enabled", "Expected write cache state from the configuration.", ids,
                       1 if d.write_cache_expected == CACHE_ENABLED else 0)
+                wrong = write_cache.mismatch(effective, d.write_cache_expected)
                 gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
-                      0 if effective == d.write_cache_expected else 1)
+                      None if wrong is None else int(wrong))
 
         # Endurance and projection.
         gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
@@ -187,16 +189,8 @@ def drive_families(drives: Iterable[Drive], now: float) -> List:
 
 def effective_cache(d: Drive) -> Optional[str]:
     """The drive's own answer (hdparm, NVMe feature, smartctl) wins over the kernel's view."""
-    order = ("hdparm", "nvme_feature", "smartctl", "scsi_cache_type", "sysfs_queue")
-    by_source = {s.source: s.state for s in d.write_cache}
-    for source in order:
-        state = by_source.get(source)
-        if state in (CACHE_ENABLED, CACHE_DISABLED):
-            return state
-    for s in d.write_cache:
-        if s.state in (CACHE_ENABLED, CACHE_DISABLED):
-            return s.state
-    return None
+    state = write_cache.effective_state(d.write_cache)
+    return state if state in (CACHE_ENABLED, CACHE_DISABLED, CACHE_UNSUPPORTED) else None
 
 
 def agent_families(snap: Snapshot) -> List:

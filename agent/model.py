@@ -146,9 +146,9 @@ class IoStats:
     writes_merged: int
     written_bytes: int
     write_time_seconds: float
-    in_flight: int
+    in_flight: Optional[int]  # None where the source does not say (psutil)
     io_time_seconds: float  # busy time
-    weighted_io_time_seconds: float
+    weighted_io_time_seconds: Optional[float]
     discards_completed: Optional[int] = None
     discarded_bytes: Optional[int] = None
     discard_time_seconds: Optional[float] = None

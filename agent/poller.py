@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agent import projection as projection_mod
-from agent.config import Config, default_state_dir
+from agent.config import Config
 from agent.endurance import rated_endurance
-from agent.history import History
+from agent.history import History, default_state_dir
 from agent.model import (
     KIND_ATA,
     KIND_NVME,
@@ -134,6 +134,7 @@ class Poller:
         self._block: Dict[str, blockdev.BlockDevice] = {}
         self._smart_targets: List[SmartTarget] = []
         self._smart_json: Optional[bool] = None
+        self._smart_version: Optional[Tuple[int, int]] = None
         self._smart: Dict[str, DriveReading] = {}  # target key -> reading
         self._smart_time: Dict[str, float] = {}
         self._smart_notes: Dict[str, str] = {}  # target key -> why there is no data
@@ -321,7 +322,8 @@ class Poller:
         result = self.smartctl.version()
         if not result.ok_to_parse:
             return None
-        if smartctl.smartctl_version(result.stdout) is None:
+        self._smart_version = smartctl.smartctl_version(result.stdout)
+        if self._smart_version is None:
             return True  # an unknown banner: try JSON, the parse error will say more
         return smartctl.supports_json(result.stdout)
 
@@ -372,8 +374,9 @@ class Poller:
     def _read_smart(self, target: SmartTarget, use_json: bool) -> Tuple[str, object]:
         argv = self.smartctl.read_argv(target.device, target.dev_type or "auto")
         if not use_json:
-            # smartmontools before 7.0: same sections, plain text, no --log=ssd
-            argv = [a for a in argv if a != "--json=c" and not a.startswith("--log=")]
+            # smartmontools before 7.0: same sections as plain text; the SSD log page needs 6.0
+            old = self._smart_version is not None and self._smart_version < (6, 0)
+            argv = [a for a in argv if a != "--json=c" and not (old and a == "--log=ssd")]
         result = self._probe(target.label, lambda: self._run(argv, timeout=self.config.tool_timeout_seconds))
         if result is None:
             return "busy", "skipped: a probe is in flight or the device is quarantined"
@@ -505,7 +508,7 @@ class Poller:
         errors: List[str] = []
         try:
             stats = self.diskstats.read()
-            disks = diskstats.whole_disks(stats, sysfs_root=None)
+            disks = diskstats.whole_disks(stats, sysfs_root=self.config.paths.sysfs)
         except (OSError, ParseError) as exc:
             errors.append(f"diskstats: {exc}")
             disks = None
@@ -599,14 +602,16 @@ class Poller:
 
 
 def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:
+    """Rated endurance in host bytes: TBW as given, or capacity x P/E cycles (NAND bytes)
+    divided by the drive's write amplification when it reports one."""
     if rated is None:
         return None
-    tbw = getattr(rated, "tbw_bytes", None)
-    if tbw:
-        return float(tbw)
-    pe = getattr(rated, "pe_cycles", None)
-    if pe and reading.capacity_bytes:
-        return float(pe) * reading.capacity_bytes
+    if rated.tbw_bytes:
+        return float(rated.tbw_bytes)
+    if rated.pe_cycles and reading.capacity_bytes:
+        nand = float(rated.pe_cycles) * reading.capacity_bytes
+        wa = reading.write_amplification
+        return nand / wa if wa and wa >= 1.0 else nand
     return None
 
 

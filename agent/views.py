@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from agent.metrics import NVME_WARNING_BITS, effective_cache
 from agent.model import Drive, Projection, Snapshot, drive_list
+from collectors import write_cache
 
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
 _RANK = {OK: 0, WARNING: 1, CRITICAL: 2}
@@ -150,7 +151,7 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
     if (v.spare_left_ratio is not None and v.spare_threshold_ratio is not None
             and v.spare_left_ratio <= v.spare_threshold_ratio):
         flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}"))
-    if v.write_cache is not None and v.write_cache_expected is not None and v.write_cache != v.write_cache_expected:
+    if v.write_cache is not None and write_cache.mismatch(v.write_cache, v.write_cache_expected):
         flags.append(Flag(CRITICAL, f"write cache {v.write_cache}, expected {v.write_cache_expected}"))
     for t in r.temperatures:
         if t.limit_celsius is not None and t.celsius >= t.limit_celsius:
