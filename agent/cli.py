@@ -160,6 +160,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe_helper(args: argparse.Namespace) -> int:
+    config = _config(args)
+    _setup_logging(config.log_level)
+    from agent import privhelper
+
+    return privhelper.serve(config, args.socket, group=args.socket_group)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from agent import status
 
@@ -184,6 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--interval.{name}", dest=f"interval_{name}", type=float,
                        help=f"seconds between {name} polls")
     p.set_defaults(func=cmd_agent)
+
+    p = sub.add_parser("probe-helper", help="run the privileged probe helper on a UNIX socket")
+    _add_common(p)
+    p.add_argument("--socket", required=True, help="UNIX socket path to listen on")
+    p.add_argument("--socket-group", help="group allowed to connect (the agent's group)")
+    p.set_defaults(func=cmd_probe_helper)
 
     p = sub.add_parser("collect", help="poll once and print the result")
     _add_common(p)

@@ -92,6 +92,9 @@ class Config(_Strict):
     tool_kill_grace_seconds: float = Field(2.0, ge=0)
     tool_max_output_bytes: int = Field(8 * 1024 * 1024, gt=1024)
     max_concurrent_probes: int = Field(4, ge=1, le=64)
+    # When set, device tools run in the privileged probe helper behind this UNIX socket and
+    # the agent itself needs no device privileges (see docs/security.md).
+    probe_helper_socket: Optional[str] = None
     collectors: List[str] = list(COLLECTOR_NAMES)
     smartctl_devices: List[str] = []  # extra "DEVICE[:TYPE]" entries beyond --scan-open
     include_block_devices: bool = True  # drives the kernel knows but no tool reads

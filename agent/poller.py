@@ -103,6 +103,10 @@ class Poller:
     ) -> None:
         self.config = config
         self.clock = clock
+        if runner is None and config.probe_helper_socket:
+            from agent.privhelper import HelperRunner
+
+            runner = HelperRunner(config.probe_helper_socket)
         self._run: Runner = runner or functools.partial(
             run_tool,
             timeout=config.tool_timeout_seconds,
