@@ -21,9 +21,11 @@ def test_hdparm_flipping_off_shows_on_metrics(host):
     agent = AgentProcess(host, FAST)
     try:
         agent.wait_ready()
-        s = wait_for(lambda: (lambda s: s if value(s, "ssd_write_cache_enabled", serial=SDA_SERIAL) == 1 else None)(scrape(agent)))
+        # The first write-cache pass may run before smartctl has said sda is an ATA drive (and
+        # so before hdparm is asked): wait for the drive's own answer.
+        s = wait_for(lambda: (lambda s: s if value(s, "ssd_write_cache_state", serial=SDA_SERIAL, source="hdparm", state="enabled") == 1 else None)(scrape(agent)))
+        assert value(s, "ssd_write_cache_enabled", serial=SDA_SERIAL) == 1
         assert value(s, "ssd_write_cache_mismatch", serial=SDA_SERIAL) == 0
-        assert value(s, "ssd_write_cache_state", serial=SDA_SERIAL, source="hdparm", state="enabled") == 1
         # Someone runs `hdparm -W0 /dev/sda`: the kernel's sysfs view still says write back.
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
         s = wait_for(lambda: (lambda s: s if value(s, "ssd_write_cache_enabled", serial=SDA_SERIAL) == 0 else None)(scrape(agent)))
