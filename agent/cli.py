@@ -110,7 +110,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.poller import Poller
 
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
-    server_kwargs: Dict[str, Any] = webconfig.uvicorn_ssl_kwargs(web) if web is not None else {}
     host, port = config.listen_host_port()
     poller = Poller(config)
     try:
@@ -126,8 +125,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
     log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",
              __version__, ",".join(config.collectors), host, port)
     poller.start()
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           access_log=False, **server_kwargs))
+    server = uvicorn.Server(webconfig.uvicorn_config(app, web, host=host, port=port, log_level="warning",
+                                                     access_log=False))
     try:
         server.run()
     finally:

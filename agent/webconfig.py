@@ -496,7 +496,13 @@ def ssl_context(cfg: Optional[WebConfig]) -> Optional[ssl.SSLContext]:
                 f"tls_server_config.cipher_suites: this OpenSSL offers none of {', '.join(openssl_ciphers)}: {err}"
             ) from None
     for curve in tls.curve_preferences:
-        ctx.set_ecdh_curve(_CURVES[curve])
+        try:
+            ctx.set_ecdh_curve(_CURVES[curve])
+        except ssl.SSLError as err:
+            # Python before 3.10 only knows named EC curves here, not X25519.
+            raise WebConfigError(
+                f"tls_server_config.curve_preferences: this Python's ssl cannot select {curve}: {err}"
+            ) from None
     if tls.prefer_server_cipher_suites:
         ctx.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
     else:
@@ -520,10 +526,7 @@ def uvicorn_ssl_kwargs(cfg: Optional[WebConfig]) -> Dict[str, Any]:
 
     import uvicorn
 
-    if "ssl_context_factory" not in inspect.signature(uvicorn.Config.__init__).parameters:
-        raise WebConfigError(
-            f"uvicorn {uvicorn.__version__} has no ssl_context_factory; TLS from the web config needs a newer uvicorn"
-        )
+    has_factory = "ssl_context_factory" in inspect.signature(uvicorn.Config.__init__).parameters
     tls = cfg.tls
 
     def factory(_config: Any, _default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
@@ -537,8 +540,9 @@ def uvicorn_ssl_kwargs(cfg: Optional[WebConfig]) -> Dict[str, Any]:
         "ssl_keyfile": tls.key_file,
         "ssl_cert_reqs": int(_CLIENT_AUTH[tls.client_auth_type]),
         "ssl_ca_certs": tls.client_ca_file,
-        "ssl_context_factory": factory,
     }
+    if has_factory:
+        kwargs["ssl_context_factory"] = factory
     if ciphers:
         kwargs["ssl_ciphers"] = ":".join(ciphers)
     return kwargs
@@ -769,3 +773,22 @@ def parse_basic_authorization(headers: Iterable[Tuple[bytes, bytes]]) -> Optiona
         return user.decode("utf-8"), password.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def uvicorn_config(app: Any, cfg: Optional[WebConfig], **kwargs: Any) -> Any:
+    """A ``uvicorn.Config`` serving ``app`` with the web config's TLS settings.
+
+    uvicorn before 0.36 (the newest that still runs on Python 3.9 is 0.39 without
+    ``ssl_context_factory``) builds its own context from the ``ssl_*`` options and cannot set
+    min/max version, curves or SAN checks. Replacing ``config.ssl`` right after ``load()`` gives
+    every uvicorn version the context built by :func:`ssl_context`.
+    """
+    import uvicorn
+
+    class _Config(uvicorn.Config):
+        def load(self) -> None:
+            super().load()
+            if cfg is not None and cfg.tls is not None:
+                self.ssl = ssl_context(cfg)
+
+    return _Config(app, **kwargs, **uvicorn_ssl_kwargs(cfg))

@@ -330,9 +330,10 @@ def test_uvicorn_kwargs_build_the_same_context(confdir: Path) -> None:
     assert kwargs["ssl_ca_certs"] == str(confdir / "ca.crt")
     assert kwargs["ssl_cert_reqs"] == ssl.CERT_OPTIONAL
     assert kwargs["ssl_ciphers"] == "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384"
-    config = uvicorn.Config(FastAPI(), **kwargs)
+    config = webconfig.uvicorn_config(FastAPI(), cfg)
     config.load()
     assert isinstance(config.ssl, ssl.SSLContext)
+    assert config.ssl.minimum_version == ssl_context(cfg).minimum_version
     assert config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2
     assert not config.ssl.options & ssl.OP_CIPHER_SERVER_PREFERENCE
 
@@ -584,7 +585,7 @@ def running(app, cfg: Optional[WebConfig]) -> Iterator[int]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(secure_app(app, cfg), log_level="critical", lifespan="on", **uvicorn_ssl_kwargs(cfg))
+    config = webconfig.uvicorn_config(secure_app(app, cfg), cfg, log_level="critical", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
