@@ -88,14 +88,24 @@ class AttributeRule:
     value: str  # NORMALIZED, RAW or RAW_PERCENT
     family: Optional[str] = None  # regex searched in "model_family model_name"; None = any drive
     note: str = ""
+    not_family: Optional[str] = None  # regex: drives this generic row must not be applied to
 
     def matches(self, attr_id: int, name: str, drive: str) -> bool:
         if attr_id != self.attr_id or name != self.name:
+            return False
+        if self.not_family is not None and re.search(self.not_family, drive, re.IGNORECASE):
             return False
         return self.family is None or re.search(self.family, drive, re.IGNORECASE) is not None
 
 
 _R = AttributeRule
+
+# WD Blue / Red SA500-class SATA SSDs (Marvell controller; "WDS250G2B0A", "WDS400T1R0A").
+# smartctl's drive database names their 233 NAND_GB_Written_TLC and 241 Host_Writes_GiB; a
+# smartctl whose database lacks the model prints its defaults for the same raw counters,
+# 233 Media_Wearout_Indicator and 241 Total_LBAs_Written (netdata's WDS400T1R0A capture).
+# The WD Green "...G0A" models use another controller and other names, so they are not matched.
+_WD_MARVELL = r"\bWDS\d{3}[GT]\d[BR]0A\b"
 
 # Order matters inside one meaning: the first row that yields a valid value wins. Family
 # rows come before generic rows with the same (ID, name).
@@ -114,8 +124,11 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
        note="Silicon Motion: normalized stays 100, raw is the percentage"),
     _R(233, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT),
     _R(233, "Media_Wearout_Indicator", LIFE_LEFT, PERCENT, NORMALIZED,
-       note="Intel: normalized falls from 100 to 1 as rated P/E cycles are used"),
-    _R(230, "Media_Wearout_Indicator", LIFE_LEFT, PERCENT, NORMALIZED),
+       note="Intel: normalized falls from 100 to 1 as rated P/E cycles are used",
+       not_family=_WD_MARVELL),
+    # No row for 230 Media_Wearout_Indicator: in the corpus it appears only on WD Blue/Red
+    # SSDs, whose normalized value is not life left (015 on a WDS100T2B0A whose device
+    # statistics say 5% used, with 57 average P/E cycles).
     _R(245, "Percent_Life_Remaining", LIFE_LEFT, PERCENT, NORMALIZED),
     _R(245, "Drive_Life_Remaining%", LIFE_LEFT, PERCENT, NORMALIZED),
     _R(245, "DriveLife_Used%", LIFE_USED, PERCENT, RAW),
@@ -142,6 +155,8 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(241, "Total_Host_GB_Written", HOST_WRITTEN, GB, RAW),
     _R(241, "Lifetime_Wts_Frm_Hst_GB", HOST_WRITTEN, GB, RAW),
     _R(175, "Host_Writes_MiB", HOST_WRITTEN, MIB, RAW),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, GIB, RAW, family=_WD_MARVELL,
+       note="smartctl default name for WD's Host_Writes_GiB"),
     _R(241, "Total_LBAs_Written", HOST_WRITTEN, LBA, RAW),
     _R(246, "Total_LBAs_Written", HOST_WRITTEN, LBA, RAW, note="Crucial/Micron"),
     _R(246, "Total_Host_Sector_Write", HOST_WRITTEN, LBA, RAW),
@@ -152,6 +167,7 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(242, "Total_Host_GB_Read", HOST_READ, GB, RAW),
     _R(242, "Lifetime_Rds_Frm_Hst_GB", HOST_READ, GB, RAW),
     _R(174, "Host_Reads_MiB", HOST_READ, MIB, RAW),
+    _R(242, "Total_LBAs_Read", HOST_READ, GIB, RAW, family=_WD_MARVELL),
     _R(242, "Total_LBAs_Read", HOST_READ, LBA, RAW),
     # ---- NAND writes ------------------------------------------------------------------
     _R(243, "NAND_Writes_32MiB", NAND_WRITTEN, UNIT_32MIB, RAW),
@@ -164,6 +180,8 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(233, "Lifetime_Nand_Writes", NAND_WRITTEN, GIB, RAW),
     _R(233, "Lifetime_Wts_To_Flsh_GB", NAND_WRITTEN, GB, RAW),
     _R(233, "NAND_GB_Written_TLC", NAND_WRITTEN, GB, RAW),
+    _R(233, "Media_Wearout_Indicator", NAND_WRITTEN, GB, RAW, family=_WD_MARVELL,
+       note="smartctl default name for WD's NAND_GB_Written_TLC"),
     _R(249, "TLC_NAND_GB_Writes", NAND_WRITTEN, GB, RAW),
     # Samsung PM8xx: counts 512-byte units like its 241 Total_LBAs_Written
     _R(251, "NAND_Writes", NAND_WRITTEN, LBA, RAW),

@@ -321,7 +321,11 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
         threshold = _lookup(log, "available_spare_threshold", "int")
         if threshold is not None:
             fields["spare_threshold_ratio"] = _ratio(threshold)
-        fields["critical_warning"] = _lookup(log, "critical_warning", "int")
+        warning = _lookup(log, "critical_warning", "int")
+        fields["critical_warning"] = warning
+        if warning is not None:
+            # bit 3: the media has been placed in read-only mode
+            fields["readonly"] = bool(warning & 0x08)
         fields["media_errors"] = _big_counter(log, "media_errors", path)
         written = _big_counter(log, "data_units_written", path)
         if written is not None:

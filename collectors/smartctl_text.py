@@ -922,6 +922,15 @@ class _TextParser:
             line = self.lines[i]
             s = line.text.strip()
             if not s:
+                # Some builds print a blank line between pages (linuxhw Lite-On L8H capture):
+                # the table goes on when the next non-blank line is another devstat line.
+                ahead = i + 1
+                while ahead < len(self.lines) and not self.lines[ahead].text.strip():
+                    ahead += 1
+                following = self.lines[ahead].text.strip() if ahead < len(self.lines) else ""
+                if _DEVSTAT_PAGE.match(following) or _DEVSTAT_ROW.match(following):
+                    i = ahead
+                    continue
                 break
             if s.startswith("Page") or s.startswith("|"):
                 i += 1

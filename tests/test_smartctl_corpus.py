@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from agent.model import ParseError
-from collectors.smartctl import NoSmartData, parse_smartctl_json
+from collectors.smartctl import NoSmartData, parse_scan_json, parse_smartctl_json
 from tests.conftest import fixture_files
 
 WEAR_NAME = re.compile(r"Life|Wearout|Wear_Leveling|Lifetime_Remain", re.IGNORECASE)
@@ -58,13 +58,19 @@ def _carries_host_writes(doc: Dict[str, Any]) -> bool:
 
 def test_corpus() -> None:
     files: List[Path] = fixture_files("smartctl-json", ".json")
-    assert len(files) >= 150
-    counts = dict(files=len(files), drives=0, no_data=0, parse_errors=0, ssds=0, ssd_wear=0, life_left=0,
-                  ssd_writes=0, host_writes=0, nand_writes=0, failing=0)
+    # every smartctl-json file in ../shared/fixtures, plus the project's own standby capture
+    assert len(files) == 207
+    counts = dict(files=len(files), drives=0, scans=0, no_data=0, parse_errors=0, ssds=0, ssd_wear=0,
+                  life_left=0, ssd_writes=0, host_writes=0, nand_writes=0, failing=0)
     missing_life: List[str] = []
     missing_writes: List[str] = []
     for path in files:
         raw = path.read_bytes()
+        if "devices" in json.loads(raw):
+            # smartctl --scan --json: a device list, not a drive
+            assert parse_scan_json(raw), path.name
+            counts["scans"] += 1
+            continue
         try:
             reading = parse_smartctl_json(raw)
         except NoSmartData as exc:
@@ -104,7 +110,7 @@ def test_corpus() -> None:
                 missing_writes.append(path.name)
 
     print(
-        "\nsmartctl JSON corpus: {files} files, {drives} drives, {no_data} without SMART data, "
+        "\nsmartctl JSON corpus: {files} files, {scans} scans, {drives} drives, {no_data} without SMART data, "
         "{parse_errors} parse errors, {failing} failing; {ssds} SSDs, {life_left} with life left "
         "({ssd_wear} carry a wear indicator), {host_writes} with host writes ({ssd_writes} carry a "
         "write counter), {nand_writes} with NAND writes".format(**counts)
@@ -114,6 +120,7 @@ def test_corpus() -> None:
     if missing_writes:
         print("  write counter not understood:", ", ".join(missing_writes))
     assert counts["parse_errors"] == 0
+    assert counts["scans"] == 8
     assert counts["ssd_wear"] > 0 and counts["ssd_writes"] > 0
     assert (counts["ssd_wear"] - len(missing_life)) / counts["ssd_wear"] >= 0.95
     assert (counts["ssd_writes"] - len(missing_writes)) / counts["ssd_writes"] >= 0.90

@@ -293,6 +293,32 @@ def test_table_keys_on_name_and_family() -> None:
     assert attrs.find_rule(180, "Unused_Rsvd_Blk_Cnt_Tot", "Samsung based SSDs") is not None
 
 
+def test_wd_sa500_with_smartctl_default_names() -> None:
+    # netdata's WD Red SA500 (WDS400T1R0A): this smartctl's database lacks the model, so it
+    # prints "233 Media_Wearout_Indicator" (raw 65406) and "241 Total_LBAs_Written" (raw 173833)
+    # for what WD's entry calls NAND_GB_Written_TLC and Host_Writes_GiB. 173833 sectors would be
+    # 89 MB after 8244 hours; 173833 GiB sits next to 234's 190852 GB of SLC writes.
+    r = parse_smartctl_json(read_fixture(J + "netdata__type-sat_device-ssd-sdc.json"))
+    assert r.model == "WDC  WDS400T1R0A-68A4W0" and r.model_family is None
+    assert r.host_written_bytes == 173833 * GiB
+    assert r.host_read_bytes == 76778 * GiB
+    assert r.nand_written_bytes == 65406 * 1000**3
+    assert r.life_left_ratio is None  # normalized 100 of a NAND counter is not life left
+    assert attrs.find_rule(233, "Media_Wearout_Indicator", "INTEL SSDSC2KB019T7").meaning == attrs.LIFE_LEFT
+    assert attrs.find_rule(230, "Media_Wearout_Indicator", "WDC WDS100T2B0A-00SM50") is None
+
+
+def test_megaraid_disks_on_one_controller_are_separate_drives() -> None:
+    # -d sat+megaraid,0 and ,1 on the same /dev/sda; serials are masked upstream, WWNs are not.
+    disks = [parse_smartctl_json(read_fixture(J + f"scrutiny__smart-megaraid{n}.json")) for n in (0, 1)]
+    assert [d.device for d in disks] == ["/dev/sda", "/dev/sda"]
+    assert [d.device_type for d in disks] == ["sat+megaraid,0", "sat+megaraid,1"]
+    assert [d.block_device for d in disks] == [None, None]  # /dev/sda is the controller
+    assert [d.wwn for d in disks] == [f"5{5358:06x}{10217451239:09x}", f"5{5358:06x}{11649125727:09x}"]
+    assert [d.host_written_bytes for d in disks] == [2754608750246 * 512, 3920560799278 * 512]
+    assert len({(d.device, d.device_type, d.wwn) for d in disks}) == 2
+
+
 def test_hdd_normalized_above_100_is_not_a_percentage() -> None:
     doc = _ata_doc([(177, "Wear_Leveling_Count", 184, 100, 32768294, "32768294")])
     assert normalise_smartctl(doc).life_left_ratio is None

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from agent.model import ParseError
-from collectors.smartctl import NoSmartData, normalise_smartctl, parse_smartctl_json
+from collectors.smartctl import NoSmartData, ScanEntry, normalise_smartctl, parse_scan_text, parse_smartctl_json
 from collectors.smartctl_text import (
     parse_smartctl_text,
     parse_smartctl_text_reading,
@@ -297,6 +297,29 @@ def test_real_files_without_smart_data(name: str, reason: str) -> None:
         parse_smartctl_text(load(name))
 
 
+SCAN_OPEN_FILES = [
+    ("pySMART__linux_multiple_devices_--scan-open.txt",
+     [ScanEntry("/dev/nvme0", "nvme", "NVMe"), ScanEntry("/dev/nvme1", "nvme", "NVMe"),
+      ScanEntry("/dev/bus/0", "sat+megaraid,60", "ATA")]),
+    ("pySMART__linux_usb_nvme_asmedia_issue_97_--scan-open.txt",
+     [ScanEntry("/dev/sda", "sntasmedia", "NVMe")]),
+    ("pySMART__nvme_10_issue_73_--scan-open.txt",
+     [ScanEntry("/dev/sda", "nvme", "NVMe"), ScanEntry("/dev/sdb", "nvme", "NVMe"),
+      ScanEntry("/dev/sdc", "sat", "ATA"), ScanEntry("/dev/sdd", "scsi", "SCSI"),
+      ScanEntry("/dev/sde", "scsi", "SCSI")]),
+    ("pySMART__mac_02_issue_84_--scan-open.txt",
+     [ScanEntry("IOService:/AppleARMPE/arm-io@10F00000/AppleT811xIO/ans@77400000/AppleASCWrapV4/"
+                "iop-ans-nub/RTBuddy(ANS2)/RTBuddyService/AppleANS3NVMeController/NS_01@1", "nvme", "NVMe")]),
+]
+
+
+@pytest.mark.parametrize("name,expected", SCAN_OPEN_FILES, ids=[n[9:50] for n, _ in SCAN_OPEN_FILES])
+def test_scan_open_real_files(name: str, expected: List[ScanEntry]) -> None:
+    # Read off the files: one line per device; a disk behind MegaRAID and an NVMe drive behind
+    # an ASMedia USB bridge are entries of their own, told apart by -d TYPE.
+    assert parse_scan_text(load(f"{FOLDER}/{name}")) == expected
+
+
 def test_real_file_with_corrupt_capacity_names_the_line() -> None:
     # telegraf's htSASInfoData fixture has "300,$00,000,000 bytes": a damaged capture.
     with pytest.raises(ParseError, match=r"line 9: user capacity .*300,\$00"):
@@ -376,12 +399,17 @@ def test_no_smart_data_is_a_parse_error() -> None:
 
 def test_corpus_every_vendored_text_file() -> None:
     files = fixture_files(FOLDER, ".txt")
-    assert len(files) >= 200
+    assert len(files) == 367  # every smartctl-text file in ../shared/fixtures
     summary = {"files": len(files), "drives": 0, "ssd": 0, "life_left": 0, "host_writes": 0,
-               "nand_writes": 0, "no_smart_data": 0, "parse_error": 0}
+               "nand_writes": 0, "no_smart_data": 0, "parse_error": 0, "scan": 0}
     versions = set()
     for path in files:
         text = path.read_bytes().decode("utf-8", errors="replace")
+        if "--scan" in path.name:
+            # --scan-open output has no banner: it goes to the scan parser, one entry a device
+            assert parse_scan_text(text), path.name
+            summary["scan"] += 1
+            continue
         version = smartctl_version(text)
         if version:
             versions.add(version[0])
@@ -407,7 +435,8 @@ def test_corpus_every_vendored_text_file() -> None:
     print("\nsmartctl text corpus:", summary)
     assert versions == {5, 6, 7}
     assert summary["parse_error"] == 1  # telegraf__htSASInfoData.txt, see above
-    assert summary["drives"] >= 230
+    assert summary["scan"] == 7
+    assert summary["drives"] >= 300
     assert summary["ssd"] >= 170 and summary["host_writes"] >= 150 and summary["nand_writes"] >= 30
 
 
@@ -515,3 +544,73 @@ def test_text_dict_keys_are_smartctl_json_keys() -> None:
             continue
     unknown = emitted - json_keys - known_elsewhere
     assert not unknown, sorted(unknown)
+
+
+# --------------------------------------------------------------------------- readings: SCSI, pass-through, fixes
+
+GB = 1000**3
+
+# (file, expected DriveReading fields) read off the raw captures.
+READINGS = [
+    (  # SAS SSD, ru locale: "Percentage used endurance indicator: 0%", "write: ... 11472,811 ..."
+        f"{FOLDER}/pySMART__sas_ssd_0_issue_57_-x_sdb.txt",
+        dict(kind="scsi", is_ssd=True, life_left_ratio=1.0, media_errors=0, defects={"grown_defect": 0},
+             host_written_bytes=11_472_811_000_000, host_read_bytes=10_311_154_000_000,
+             temperature=(25.0, 54.0, None), sources_life="scsi percentage used endurance indicator"),
+    ),
+    (  # SAS SSD: "Current Drive Temperature: 28 C", "Drive Trip Temperature: 70 C"
+        f"{FOLDER}/telegraf__mockHGST.txt",
+        dict(kind="scsi", is_ssd=True, life_left_ratio=1.0, defects={"grown_defect": 0},
+             temperature=(28.0, None, 70.0)),
+    ),
+    (  # SAS HDD behind MegaRAID (-d megaraid,44): trip 85 C; read/write/verify rows, 0 uncorrected
+        f"{FOLDER}/pySMART__megaraid_ph_sas_hdd_0_-d_megaraid_44_--all_bus_7.txt",
+        dict(kind="scsi", is_ssd=False, model="HGST HUS726040AL5210", media_errors=0,
+             defects={"grown_defect": 0}, host_written_bytes=574_543_134_000_000,
+             host_read_bytes=16_772_475_000_000, temperature=(40.0, None, 85.0)),
+    ),
+    (  # SATA SSD behind MegaRAID (-d megaraid,28): 233 normalized 086, 241 Host_Writes_32MiB
+        f"{FOLDER}/pySMART__megaraid_ph_sata_ssd_0_-d_megaraid_28_--all_bus_0.txt",
+        dict(kind="ata", model="INTEL SSDSC2BB120G6", life_left_ratio=0.86,
+             host_written_bytes=1_412_735 * 32 * 1024**2, host_read_bytes=907_688 * 32 * 1024**2,
+             power_on_seconds=43_583 * 3600, power_cycles=55),
+    ),
+    (  # SATA SSD behind MegaRAID as -d sat+megaraid,60
+        f"{FOLDER}/pySMART__megaraid_ph_sata_hdd_1_issue_56_-d_sat+megaraid_60_--all_bus_0.txt",
+        dict(kind="ata", model="INTEL SSDSC2KB480G8", life_left_ratio=1.0,
+             host_written_bytes=7154 * 32 * 1024**2, temperature=(19.0, None, None)),
+    ),
+    (  # WD Blue: "230 Media_Wearout_Indicator ... 015" is not life left; devstat says 5% used
+        LINUXHW + "SSD_WDC_WDS100T2B0A-00SM50_6B27A984F0FE.txt",
+        dict(life_left_ratio=0.95, sources_life="ata devstat Percentage Used Endurance Indicator",
+             host_written_bytes=124_007 * 1024**3, nand_written_bytes=57_881 * GB),
+    ),
+    (  # Lite-On: blank lines between Device Statistics pages; page 7 says 21% used
+        LINUXHW + "SSD_Lite-On_L8H-128V2G-HP_6E314D902314.txt",
+        dict(life_left_ratio=0.79, sources_life="ata devstat Percentage Used Endurance Indicator",
+             temperature=(55.0, None, None)),
+    ),
+]
+
+
+@pytest.mark.parametrize("name,expected", READINGS, ids=[Path(n).name[:50] for n, _ in READINGS])
+def test_readings_from_real_files(name: str, expected: Dict[str, Any]) -> None:
+    reading = parse_smartctl_text_reading(load(name), "/dev/bus/0")
+    for key, want in expected.items():
+        if key == "temperature":
+            drive = [t for t in reading.temperatures if t.sensor == "drive"][0]
+            got: Any = (drive.celsius, drive.max_celsius, drive.limit_celsius)
+        elif key == "sources_life":
+            got = reading.sources["life_left_ratio"]
+        else:
+            got = getattr(reading, key)
+        if isinstance(want, float):
+            assert got == pytest.approx(want), key
+        else:
+            assert got == want, key
+
+
+def test_devstat_pages_after_blank_lines_are_kept() -> None:
+    doc = parse_smartctl_text(load(LINUXHW + "SSD_Lite-On_L8H-128V2G-HP_6E314D902314.txt"))
+    assert [p["number"] for p in doc["ata_device_statistics"]["pages"]] == [1, 4, 5, 6, 7]
+    assert devstat(doc, "Number of Interface CRC Errors") == 4
