@@ -14,6 +14,7 @@ Rules that hold for every field:
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -24,6 +25,9 @@ KIND_NVME = "nvme"
 KIND_SCSI = "scsi"
 KIND_BLOCK = "block"  # known only from sysfs: no tool could read its health
 KINDS = (KIND_SHANNON, KIND_ATA, KIND_NVME, KIND_SCSI, KIND_BLOCK)
+
+
+_MASKED_SERIAL = re.compile(r"^(?:[Xx*]+|-+|\.+|0+|REDACTED|unknown|none|n/a)$", re.IGNORECASE)
 
 
 class ParseError(ValueError):
@@ -110,8 +114,15 @@ class DriveReading:
 
     @property
     def identity(self) -> str:
-        """Stable identity: serial, else WWN, else the device path."""
-        return self.serial or self.wwn or self.device
+        """Stable identity: serial, else WWN, else the device path (with the -d type, since
+        drives behind one RAID controller share a path). A masked serial such as
+        ``XXXXXXXXXXXX`` or ``REDACTED`` (some controllers and anonymised captures print them)
+        is no identity: two drives would merge."""
+        if self.serial and not _MASKED_SERIAL.match(self.serial):
+            return self.serial
+        if self.wwn:
+            return self.wwn
+        return f"{self.device}:{self.device_type}" if self.device_type else self.device
 
     def replace(self, **changes) -> DriveReading:
         return dataclasses.replace(self, **changes)
