@@ -24,6 +24,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nvme", dest="tool_nvme", help="path of nvme (nvme-cli)")
     p.add_argument("--path.sysfs", dest="path_sysfs", help="sysfs mount point (default /sys)")
     p.add_argument("--path.procfs", dest="path_procfs", help="procfs mount point (default /proc)")
+    p.add_argument("--path.dev", dest="path_dev", help="device directory (default /dev)")
     p.add_argument("--state-dir", help="where the history database lives")
     p.add_argument("--no-history", action="store_true", help="keep history in memory only")
     p.add_argument("--tool-timeout", type=float, help="seconds before a device tool is stopped")
@@ -39,7 +40,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
     tools = {k: v for k, v in tools.items() if v}
     if tools:
         o["tools"] = tools
-    paths = {k: getattr(args, f"path_{k}", None) for k in ("sysfs", "procfs")}
+    paths = {k: getattr(args, f"path_{k}", None) for k in ("sysfs", "procfs", "dev")}
     paths = {k: v for k, v in paths.items() if v}
     if paths:
         o["paths"] = paths
@@ -55,6 +56,8 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
         o["listen_address"] = args.listen_address
     if getattr(args, "web_config", None):
         o["web_config_file"] = args.web_config
+    if getattr(args, "probe_helper_socket", None):
+        o["probe_helper_socket"] = args.probe_helper_socket
     intervals = {}
     for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
         value = getattr(args, f"interval_{name}", None)
@@ -182,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--listen-address", help=f"host:port to listen on (default :{DEFAULT_PORT})")
     p.add_argument("--web-config", help="web config file (TLS, basic auth), Prometheus exporter format")
+    p.add_argument("--probe-helper-socket", help="run device tools through the probe helper on this UNIX socket")
     p.add_argument("--simulate", type=int, nargs="?", const=6, metavar="DRIVES",
                    help="demo: serve a simulated host with this many drives (default 6)")
     p.add_argument("--simulate-speed", type=float, default=3600.0,
