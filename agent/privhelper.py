@@ -228,7 +228,7 @@ class Validator:
         raise Refused(f"arguments are not the allowed form of {tool} {operation}: {' '.join(args)!r}")
 
     def _smartctl(self, args: List[str]) -> Command:
-        from collectors.smartctl import SmartctlProbe
+        from collectors.smartctl import OLD_SMARTCTL_DROPS, SmartctlProbe
 
         path = self._paths["smartctl"]
 
@@ -254,9 +254,10 @@ class Validator:
         candidates: List[List[str]] = []
         for protocol in (None, "ATA", "SCSI", "NVMe"):
             full = probe(_ArgvRecorder()).read_argv(device, dev_type, protocol)
-            # The poller drops --json=c for smartmontools before 7.0, and --log=ssd before 6.0.
+            # The poller drops --json=c for smartmontools before 7.0, and the devstat/ssd log
+            # pages before 6.0.
             text = [a for a in full if a != "--json=c"]
-            old = [a for a in text if a != "--log=ssd"]
+            old = [a for a in text if a not in OLD_SMARTCTL_DROPS]
             for variant in (full, text, old):
                 if variant not in candidates:
                     candidates.append(variant)

@@ -54,19 +54,33 @@ DEFECT_MEANINGS = (
 PERCENT = "percent"
 LBA = "lba"
 UNIT_32MIB = "32MiB"
+UNIT_16MIB = "16MiB"
+UNIT_2GIB = "2GiB"
 GIB = "GiB"
 GB = "GB"  # decimal gigabytes, 10**9
 MIB = "MiB"
 COUNT = "count"
 PAGES = "pages"
 CELSIUS = "celsius"
+# The counter exists on these drives but its unit is not known: the row claims the meaning
+# so that no later, generic row reads it in the unit its printed name suggests.
+UNKNOWN = "unknown"
 
 _BYTES_PER_UNIT = {
     UNIT_32MIB: 32 * 1024 * 1024,
+    UNIT_16MIB: 16 * 1024 * 1024,
+    UNIT_2GIB: 2 * 1024**3,
     GIB: 1024**3,
     GB: 1000**3,
     MIB: 1024 * 1024,
 }
+
+
+def unit_bytes(unit: str, sector_bytes: int) -> Optional[int]:
+    """Bytes in one count of a byte-valued ``unit`` (None for non-byte units)."""
+    if unit == LBA:
+        return sector_bytes
+    return _BYTES_PER_UNIT.get(unit)
 
 # Which column to read.
 NORMALIZED = "normalized"
@@ -107,6 +121,48 @@ _R = AttributeRule
 # The WD Green "...G0A" models use another controller and other names, so they are not matched.
 _WD_MARVELL = r"\bWDS\d{3}[GT]\d[BR]0A\b"
 
+# Host write/read counters whose unit is not the one smartctl's printed name says. Each group
+# was found by dividing the attribute by the same drive's ATA Device Statistics "Logical
+# Sectors Written/Read" (ACS: counted in logical sectors, no vendor unit) over the vendored
+# corpus; tests/test_host_writes.py re-does that division for every file and prints the
+# table. Evidence per group: the model it was seen on and devstat / raw in 512-byte sectors.
+# Raw counts in GiB (devstat / raw = 2**21 sectors): Apacer AS340 960GB (not the AS350, whose
+# 241 is in sectors), Gigabyte GP-GSTFS30512GTTD, Hikvision HS-SSD-C100, KingSpec P3-256,
+# Netac SSD 960GB, WDC HBS3A1996A7E6B1, Kingston SUV400 under the older "Kingston SSDNow
+# UV400" database entry (the newer entry prints Host_Writes_GiB), and Supermicro's
+# SMI-based "SuperMicro SSD" whose drive database entry prints Host_Writes_32MiB.
+_GIB_241 = (
+    r"\bApacer AS340 \d+GB\b|\bGIGABYTE GP-GSTFS\d|\bHS-SSD-C100\b|(?:^|\s)P3-(?:128|256|512|1TB|2TB)$"
+    r"|\bNetac SSD \d+[GT]B\b|\bHBS3A\d{4}A7E6B1\b|\bKINGSTON SUV400S37\d+G\b"
+)
+_GIB_32MIB_NAME = r"\bSuperMicro SSD\b"
+# Raw counts in 32 MiB (devstat / raw = 2**16 sectors) under the default names
+# Total_LBAs_Written/Read: Dell-firmware Intel S3520 and S4x00, Intel 3710 and 540 (225
+# Host_Writes_32MiB carries the same number), HPE MK001920GWTTL, Toshiba HK4R, Toshiba/OCZ
+# TR150 ("Host_Writes"), and the small-vendor drives GS Nanotech GS SSD, INDMEM, Mushkin
+# MKNSSDRE, ORTIAL, SPCC Solid State Disk, Team T253, XPG SX950U, DEPO SM3DT, Lite-On L8H and
+# QUMO SSD.
+_32MIB_241 = (
+    r"Dell Certified Intel S(?:3520|4x00)|Intel (?:3710|540) Series|\bMK\d{6}GWTTL\b|Toshiba HK4R"
+    r"|\bGS SSD \d+|\bINDMEM SSD\b|\bMKNSSDRE\d+[GT]B\b|\bORTIAL SSD\b|\bSPCC Solid State Disk\b"
+    r"|\bTEAM T253|\bXPG SX950U\b|\bDEPO SM3DT|\bLITEON L8H-|\bQUMO SSD\b"
+)
+# Raw counts in sectors although the name says 32 MiB or GiB (devstat / raw = 1, exactly):
+# Patriot P200 (Silicon Motion) and SK hynix SC311.
+_SECTORS_NAMED_32MIB = r"\bPatriot P200\b"
+_SECTORS_NAMED_GIB = r"\bSK ?hynix SC311\b"
+# SK hynix HFS3T8G32FEH: 233 "Media_Wearout_Indicator" raw is host writes in GiB (devstat /
+# raw = 2**21 to 5 ppm) and 241 "Lifetime_Writes_GiB" is 1.63 times the host figure, so not
+# host writes; what it does count is not known.
+_SKH_FEH = r"\bHFS\w+G32FEH\b"
+# Counters whose unit the corpus cannot settle; better absent than wrong:
+# SanDisk CloudSpeed (SDLF1DAR, SDLFOCAM): raw 64 and 2432 while the drives logged 30 and
+# 17 billion write commands (their devstat sector counters are below the command counts too);
+# SanDisk SD7UB3Q 241: devstat / raw = 5,002,344 sectors, no unit; SSSTC ER2: devstat
+# all ones; Seagate Desktop HDD.15 242: 125 times devstat Logical Sectors Read.
+_UNKNOWN_241 = r"Sandisk SATA (?:Cloudspeed|CS1K)|\bSanDisk SD7UB3Q|SSSTC ERX"
+_UNKNOWN_242 = r"Sandisk SATA (?:Cloudspeed|CS1K)|SSSTC ERX|Seagate Desktop HDD\.15"
+
 # Order matters inside one meaning: the first row that yields a valid value wins. Family
 # rows come before generic rows with the same (ID, name).
 ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
@@ -143,17 +199,39 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     # Explicit units first: on Dell-firmware Intel S3520s smartctl prints 241 and 233 as
     # Total_LBAs_Written, but they carry the same number as 225 Host_Writes_32MiB.
     _R(225, "Host_Writes_32MiB", HOST_WRITTEN, UNIT_32MIB, RAW),
-    _R(241, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"Dell Certified Intel S3520",
-       note="Intel firmware counts 32 MiB units under the generic name"),
-    _R(233, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"Dell Certified Intel S3520"),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=_32MIB_241,
+       note="Intel and small-vendor firmware count 32 MiB units under the generic name"),
+    _R(233, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"Dell Certified Intel S(?:3520|4x00)"),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, GIB, RAW, family=_GIB_241),
+    _R(241, "Host_Writes", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"OCZ/Toshiba Trion"),
+    _R(241, "Host_Writes_32MiB", HOST_WRITTEN, GIB, RAW, family=_GIB_32MIB_NAME),
+    _R(241, "Host_Writes_32MiB", HOST_WRITTEN, LBA, RAW, family=_SECTORS_NAMED_32MIB),
+    _R(241, "Total_Writes_GiB", HOST_WRITTEN, LBA, RAW, family=_SECTORS_NAMED_GIB),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, MIB, RAW, family=r"\bBIWIN SSD\b",
+       note="devstat / raw = 2048 sectors"),
+    _R(241, "Total_Writes_GiB", HOST_WRITTEN, UNIT_16MIB, RAW, family=r"\bSanDisk SD8SN8U-",
+       note="raw x 2**15 sectors is the devstat write figure (printed one slot off) and 242 x 2**15 "
+            "is Logical Sectors Read"),
+    _R(233, "Media_Wearout_Indicator", HOST_WRITTEN, GIB, RAW, family=_SKH_FEH),
+    _R(241, "Lifetime_Writes_GiB", HOST_WRITTEN, UNKNOWN, RAW, family=_SKH_FEH),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, UNKNOWN, RAW, family=_UNKNOWN_241),
+    # Default names smartctl prints when its database lacks the model; raw equals devstat
+    # Logical Sectors Written: Crucial BX500, Micron 5100 (older database), Micron RealSSD C400
+    # (IBM 90Y8649).
+    _R(246, "Unknown_Attribute", HOST_WRITTEN, LBA, RAW, family=r"\bCT\d+BX500SSD1\b"),
+    _R(246, "Unknown_Micron_Attrib", HOST_WRITTEN, LBA, RAW, family=r"Micron 5100"),
+    _R(233, "Media_Wearout_Indicator", HOST_WRITTEN, LBA, RAW, family=r"Micron 5100"),
+    _R(225, "Unknown_Marvell_Attr", HOST_WRITTEN, LBA, RAW, family=r"Crucial/Micron RealSSD m4/C400"),
     _R(241, "Host_Writes_32MiB", HOST_WRITTEN, UNIT_32MIB, RAW),
     _R(241, "Lifetime_Writes_GiB", HOST_WRITTEN, GIB, RAW,
        note="SandForce/Phison count GiB, not sectors: never multiply by 512"),
     _R(241, "Host_Writes_GiB", HOST_WRITTEN, GIB, RAW),
     _R(241, "Total_Writes_GiB", HOST_WRITTEN, GIB, RAW),
     _R(241, "Total_Writes_GB", HOST_WRITTEN, GB, RAW),
-    _R(241, "Total_Host_GB_Written", HOST_WRITTEN, GB, RAW),
-    _R(241, "Lifetime_Wts_Frm_Hst_GB", HOST_WRITTEN, GB, RAW),
+    # "GB" in these two names is GiB: devstat / raw = 2**21 sectors on a WD Green WDS240G2G0A
+    # and a Seagate Nytro XA480ME10063, for writes and reads alike (as GB they read 6.9% low).
+    _R(241, "Total_Host_GB_Written", HOST_WRITTEN, GIB, RAW),
+    _R(241, "Lifetime_Wts_Frm_Hst_GB", HOST_WRITTEN, GIB, RAW),
     _R(175, "Host_Writes_MiB", HOST_WRITTEN, MIB, RAW),
     _R(241, "Total_LBAs_Written", HOST_WRITTEN, GIB, RAW, family=_WD_MARVELL,
        note="smartctl default name for WD's Host_Writes_GiB"),
@@ -161,11 +239,22 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(246, "Total_LBAs_Written", HOST_WRITTEN, LBA, RAW, note="Crucial/Micron"),
     _R(246, "Total_Host_Sector_Write", HOST_WRITTEN, LBA, RAW),
     # ---- host reads -------------------------------------------------------------------
+    _R(242, "Total_LBAs_Read", HOST_READ, UNIT_32MIB, RAW, family=_32MIB_241),
+    _R(242, "Total_LBAs_Read", HOST_READ, GIB, RAW, family=_GIB_241),
+    _R(242, "Host_Reads_32MiB", HOST_READ, GIB, RAW, family=_GIB_32MIB_NAME),
+    _R(242, "Host_Reads_32MiB", HOST_READ, LBA, RAW, family=_SECTORS_NAMED_32MIB),
+    _R(242, "Total_Reads_GiB", HOST_READ, LBA, RAW, family=_SECTORS_NAMED_GIB),
+    _R(242, "Total_LBAs_Read", HOST_READ, MIB, RAW, family=r"\bBIWIN SSD\b"),
+    _R(242, "Total_Reads_GiB", HOST_READ, UNIT_16MIB, RAW, family=r"\bSanDisk SD8SN8U-"),
+    _R(242, "Total_LBAs_Read", HOST_READ, UNIT_2GIB, RAW, family=r"\bSanDisk SD7UB3Q",
+       note="devstat / raw = 2**22 sectors to 30 ppm; 241 on the same drive fits no unit"),
+    _R(242, "Total_LBAs_Read", HOST_READ, UNKNOWN, RAW, family=_UNKNOWN_242),
     _R(242, "Host_Reads_32MiB", HOST_READ, UNIT_32MIB, RAW),
     _R(242, "Lifetime_Reads_GiB", HOST_READ, GIB, RAW),
+    _R(242, "Total_Reads_GiB", HOST_READ, GIB, RAW),
     _R(242, "Host_Reads_GiB", HOST_READ, GIB, RAW),
-    _R(242, "Total_Host_GB_Read", HOST_READ, GB, RAW),
-    _R(242, "Lifetime_Rds_Frm_Hst_GB", HOST_READ, GB, RAW),
+    _R(242, "Total_Host_GB_Read", HOST_READ, GIB, RAW),
+    _R(242, "Lifetime_Rds_Frm_Hst_GB", HOST_READ, GIB, RAW),
     _R(174, "Host_Reads_MiB", HOST_READ, MIB, RAW),
     _R(242, "Total_LBAs_Read", HOST_READ, GIB, RAW, family=_WD_MARVELL),
     _R(242, "Total_LBAs_Read", HOST_READ, LBA, RAW),
@@ -270,6 +359,8 @@ class AttributeFindings:
     """The first valid finding per meaning."""
 
     by_meaning: Dict[str, Finding] = field(default_factory=dict)
+    # meanings an UNKNOWN-unit row claimed: the counter is there, its unit is not known
+    withheld: Dict[str, str] = field(default_factory=dict)
 
     def get(self, meaning: str) -> Optional[Finding]:
         return self.by_meaning.get(meaning)
@@ -345,11 +436,14 @@ def interpret_attributes(
     for attr in attrs:
         by_key.setdefault((attr.attr_id, attr.name), []).append(attr)
     for rule in ATTRIBUTE_TABLE:
-        if rule.meaning in findings.by_meaning:
+        if rule.meaning in findings.by_meaning or rule.meaning in findings.withheld:
             continue
         for attr in by_key.get((rule.attr_id, rule.name), ()):
             if not rule.matches(attr.attr_id, attr.name, drive):
                 continue
+            if rule.unit == UNKNOWN:
+                findings.withheld[rule.meaning] = f"ata {attr.attr_id} {attr.name}: unit unknown on this model"
+                break
             read = _read(rule, attr, sector_bytes)
             if read is None:
                 continue

@@ -243,6 +243,45 @@ def _device_statistics(doc: Dict[str, Any]) -> Dict[str, int]:
     return out
 
 
+# ATA Device Statistics counters that are not what they say, each seen in the vendored corpus
+# (tests/test_host_writes.py): all 48 value bits set (SSSTC ER2-GD480); fewer sectors than
+# commands, when every command moves at least one sector (Crucial MX500, SanDisk CloudSpeed and
+# SD8SN8U); and counters the firmware keeps in 32 bits (Crucial BX500/MX500/BX200, Kingston
+# A400, Transcend SSD370S, Supermicro SSDs and SATA DOMs, several small vendors), recognised by
+# equalling the attribute's sector count modulo 2**32 to within one attribute unit.
+_DEVSTAT_ALL_ONES = (1 << 48) - 1
+_DEVSTAT_WRAP = 1 << 32
+_DEVSTAT_SLACK_SECTORS = 2048  # the two counters are read a moment apart
+
+
+def _devstat_sectors(
+    devstat: Dict[str, int],
+    counter: str,
+    commands: str,
+    finding: Optional[attrs.Finding],
+    sector: int,
+) -> Tuple[Optional[int], Optional[str]]:
+    """The devstat sector ``counter`` when it can be taken at face value, else None and why."""
+    value = devstat.get(counter)
+    if value is None:
+        return None, None
+    if value >= _DEVSTAT_ALL_ONES:
+        return None, f"{counter} has all 48 bits set"
+    issued = devstat.get(commands)
+    if issued is not None and value < issued:
+        return None, f"{counter} ({value}) is below {commands} ({issued})"
+    if value == 0 and finding is not None and finding.value > 0:
+        return None, f"{counter} is 0 while {finding.source} is not"
+    if finding is not None and value < _DEVSTAT_WRAP:
+        attr_sectors = int(finding.value) // sector
+        unit_sectors = max(1, (attrs.unit_bytes(finding.rule.unit, sector) or sector) // sector)
+        gap = (attr_sectors - value) % _DEVSTAT_WRAP
+        gap = min(gap, _DEVSTAT_WRAP - gap)
+        if attr_sectors >= _DEVSTAT_WRAP and gap <= unit_sectors + _DEVSTAT_SLACK_SECTORS:
+            return None, f"{counter} ({value}) is {finding.source} modulo 2**32 sectors: a 32-bit counter"
+    return value, None
+
+
 def _ratio(percent: float) -> float:
     return min(1.0, max(0.0, percent / 100.0))
 
@@ -380,18 +419,24 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
                 if wear is not None:
                     fields["life_left_ratio"] = _ratio(wear.value)
 
-        host = note("host_written_bytes", attrs.HOST_WRITTEN)
-        if host is not None:
-            fields["host_written_bytes"] = int(host.value)
-        elif "Logical Sectors Written" in devstat:
-            fields["host_written_bytes"] = devstat["Logical Sectors Written"] * (sector or 512)
-            sources["host_written_bytes"] = "ata devstat Logical Sectors Written x sector size"
-        read_f = note("host_read_bytes", attrs.HOST_READ)
-        if read_f is not None:
-            fields["host_read_bytes"] = int(read_f.value)
-        elif "Logical Sectors Read" in devstat:
-            fields["host_read_bytes"] = devstat["Logical Sectors Read"] * (sector or 512)
-            sources["host_read_bytes"] = "ata devstat Logical Sectors Read x sector size"
+        # Host bytes: the ATA Device Statistics counters are in logical sectors by the standard,
+        # so they win over vendor attributes, whose units vary; the attribute is the fallback.
+        for field_name, meaning, counter, commands in (
+            ("host_written_bytes", attrs.HOST_WRITTEN, "Logical Sectors Written", "Number of Write Commands"),
+            ("host_read_bytes", attrs.HOST_READ, "Logical Sectors Read", "Number of Read Commands"),
+        ):
+            finding = findings.get(meaning)
+            sectors, doubt = _devstat_sectors(devstat, counter, commands, finding, sector or 512)
+            if sectors is not None:
+                fields[field_name] = sectors * (sector or 512)
+                sources[field_name] = f"ata devstat {counter} x sector size"
+            elif finding is not None:
+                fields[field_name] = int(finding.value)
+                sources[field_name] = finding.source
+            if doubt:
+                extra[f"{field_name}_devstat_ignored"] = doubt
+            if meaning in findings.withheld and field_name not in fields:
+                extra[f"{field_name}_withheld"] = findings.withheld[meaning]
 
         nand = note("nand_written_bytes", attrs.NAND_WRITTEN)
         host_bytes = fields.get("host_written_bytes")
@@ -632,6 +677,11 @@ def is_standby(result: ToolResult) -> bool:
     return b"STANDBY mode" in result.stdout or b"SLEEP mode" in result.stdout
 
 
+# Log pages smartctl before 6.0 does not know: asking for them fails the whole call, so the
+# text path for old hosts leaves them out.
+OLD_SMARTCTL_DROPS = ("--log=ssd", "--log=devstat")
+
+
 class SmartctlProbe:
     """Runs smartctl with bounded time; parsing is left to the pure functions above."""
 
@@ -659,8 +709,10 @@ class SmartctlProbe:
         protocol = protocol or protocol_for_type(dev_type)
         argv = [self.tool, "--json=c", "--info", "--health", "--attributes"]
         if protocol == "ATA":
-            # device statistics page 7 only: Percentage Used Endurance Indicator
-            argv.append("--log=ssd")
+            # device statistics: page 1 has Logical Sectors Written/Read (the standard's own
+            # host-write counters, preferred over vendor attributes), page 7 the Percentage
+            # Used Endurance Indicator. One GP log read; no self-test or error log walk.
+            argv.append("--log=devstat")
         elif protocol == "SCSI":
             # error counter log (bytes processed, uncorrected errors) and SSD media page
             argv += ["--log=error", "--log=ssd"]

@@ -56,10 +56,13 @@ CASES: List[Any] = [
              nand_written_bytes=138721860 * MiB32, host_read_bytes=12767078 * MiB32,
              power_on_seconds=67329 * 3600, temperature=23.0),
     ),
-    (  # Dell-firmware S3520: 241/233 printed as Total_LBAs_Written but equal to 225 (32 MiB)
+    (  # Dell-firmware S3520: 241/233 printed as Total_LBAs_Written but equal to 225 (32 MiB).
+        # 242 Total_LBAs_Read 573613 is 32 MiB units too (was read as sectors: 294 MB in 21213
+        # hours next to 4.3 TB written); on the Dell S4x00 capture with device statistics,
+        # Logical Sectors Read / 242 raw = 65536.1 sectors.
         "smartctl_exporter__sat-Dell_Certified_Intel_S3520_Series_SSDs-SSDSCKJB240G7R-sdm.json",
         dict(life_left_ratio=1.0, host_written_bytes=129493 * MiB32, nand_written_bytes=None,
-             host_read_bytes=573613 * 512, temperature=47.0, power_cycles=186),
+             host_read_bytes=573613 * MiB32, temperature=47.0, power_cycles=186),
     ),
     (  # Micron 5300: 202 normalized 100 (raw 0 is percent used), 246 LBAs, 247/248 pages
         "smartctl_exporter__sat-Micron_5100_Pro___52x0___5300_SSDs-Micron_5300_MTFDDAK1T9TDS-sda.json",
@@ -257,7 +260,10 @@ def test_231_temperature_is_not_life_left() -> None:
     r = normalise_smartctl(doc)
     assert r.life_left_ratio == 1.0  # from 177, never 0 from 231
     assert "231" not in r.sources["life_left_ratio"]
-    assert r.host_written_bytes == 6538195 * 512
+    # 241 counts MiB on this BIWIN, not sectors: its 242 Total_LBAs_Read 1992439 x 2048 sectors
+    # is devstat Logical Sectors Read 4080516368 to within one MiB, and 6538195 x 2048 sectors
+    # is devstat Logical Sectors Written 505323225 modulo 2**32 (a 32-bit devstat counter).
+    assert r.host_written_bytes == 6538195 * 1024**2
     # with no top-level temperature the table gives 194, not 231's 0
     assert [t.celsius for t in r.temperatures] == [35.0]
 
@@ -503,7 +509,7 @@ def test_probe_argv_ata() -> None:
     SmartctlProbe("/usr/sbin/smartctl", runner=runner, timeout=12.0).read("/dev/sda", "sat")
     assert runner.calls == [{
         "argv": ["/usr/sbin/smartctl", "--json=c", "--info", "--health", "--attributes",
-                 "--log=ssd", "--nocheck=standby,3", "-d", "sat", "/dev/sda"],
+                 "--log=devstat", "--nocheck=standby,3", "-d", "sat", "/dev/sda"],
         "timeout": 12.0,
     }]
 
@@ -518,7 +524,7 @@ def test_probe_argv_nvme_scsi_megaraid() -> None:
     assert argvs[0] == ["smartctl", "--json=c", "--info", "--health", "--attributes",
                         "--nocheck=standby,3", "-d", "nvme", "/dev/nvme0"]
     assert argvs[1][5:7] == ["--log=error", "--log=ssd"] and argvs[1][-3:] == ["-d", "scsi", "/dev/sdb"]
-    assert argvs[2][-3:] == ["-d", "sat+megaraid,3", "/dev/bus/0"] and "--log=ssd" in argvs[2]
+    assert argvs[2][-3:] == ["-d", "sat+megaraid,3", "/dev/bus/0"] and "--log=devstat" in argvs[2]
     assert all(isinstance(a, str) for argv in argvs for a in argv)
 
 
@@ -614,6 +620,8 @@ def test_golden(entry: Dict[str, Any]) -> None:
         assert r.host_written_bytes == _bytes(host, sector)
         if "attribute" in host:
             assert r.sources["host_written_bytes"] == f"ata {host['attribute']} raw"
+        if "devstat" in host:
+            assert r.sources["host_written_bytes"] == f"ata devstat {host['devstat']} x sector size"
     if entry.get("host_read") is not None:
         assert r.host_read_bytes == _bytes(entry["host_read"], sector)
 

@@ -580,10 +580,12 @@ READINGS = [
         dict(kind="ata", model="INTEL SSDSC2KB480G8", life_left_ratio=1.0,
              host_written_bytes=7154 * 32 * 1024**2, temperature=(19.0, None, None)),
     ),
-    (  # WD Blue: "230 Media_Wearout_Indicator ... 015" is not life left; devstat says 5% used
+    (  # WD Blue: "230 Media_Wearout_Indicator ... 015" is not life left; devstat says 5% used.
+        # Host writes: devstat "Logical Sectors Written" 260062170119 x 512 (was 241
+        # Host_Writes_GiB 124007 x GiB, the same figure rounded down to a GiB).
         LINUXHW + "SSD_WDC_WDS100T2B0A-00SM50_6B27A984F0FE.txt",
         dict(life_left_ratio=0.95, sources_life="ata devstat Percentage Used Endurance Indicator",
-             host_written_bytes=124_007 * 1024**3, nand_written_bytes=57_881 * GB),
+             host_written_bytes=260_062_170_119 * 512, nand_written_bytes=57_881 * GB),
     ),
     (  # Lite-On: blank lines between Device Statistics pages; page 7 says 21% used
         LINUXHW + "SSD_Lite-On_L8H-128V2G-HP_6E314D902314.txt",
