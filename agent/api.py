@@ -41,7 +41,11 @@ class DrivesOut(BaseModel):
 
 
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
-               page: Optional[Callable[[Snapshot, float], str]] = None) -> FastAPI:
+               page: Optional[Callable[[Snapshot, float], str]] = None,
+               history: Any = None) -> FastAPI:
+    """``history`` (the poller's History, or None) adds each drive's thinned samples to
+    /api/v1/drives, so ``ssdfleet status --drive`` can show them. The lookup uses the serials
+    already in the snapshot: no request input reaches it."""
     app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
     registry = make_registry(get_snapshot)
 
@@ -58,7 +62,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     def drives() -> DrivesOut:
         snap = get_snapshot()
         now = clock()
-        views = snapshot_views(snap, now)
+        views = snapshot_views(snap, now, history=history)
         return DrivesOut(
             version=__version__,
             generated=now,

@@ -122,7 +122,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     else:
         def page(snap, now):
             return render_page(snap, now, history=poller.history)
-    app = create_app(poller.snapshot, page=page)
+    app = create_app(poller.snapshot, page=page, history=poller.history)
     if web is not None:
         app = webconfig.secure_app(app, web)
     log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",

@@ -8,8 +8,9 @@ Shared by ``/api/v1/drives``, the status page and ``ssdfleet status`` so all thr
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from agent.metrics import NVME_WARNING_BITS, effective_cache
 from agent.model import Drive, Projection, Snapshot, drive_list
@@ -22,6 +23,13 @@ LIFE_WARNING = 0.10
 LIFE_CRITICAL = 0.03
 WEAROUT_WARNING_DAYS = 30
 WEAROUT_CRITICAL_DAYS = 7
+# Same bound as the SSDFleetDataStale alert: four SMART poll intervals of 300 s.
+STALE_WARNING_SECONDS = 1200
+
+# How much local history the views carry: a month shows a wear trend without making the
+# JSON heavy (samples are 10 minutes apart, so a month is ~4300 rows, thinned to this many).
+HISTORY_WINDOW_SECONDS = 30 * 86400
+HISTORY_MAX_POINTS = 90
 
 
 @dataclass
@@ -69,6 +77,9 @@ class DriveView:
     flags: List[Flag] = field(default_factory=list)
     sources: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, str] = field(default_factory=dict)
+    # Thinned local history (see history_points); None when no history was asked for, which is
+    # not the same as an empty list (asked, but the agent has no samples of this drive yet).
+    history: Optional[List[Dict[str, Any]]] = None
 
 
 def _projection_dict(p: Projection) -> Dict[str, Any]:
@@ -82,6 +93,11 @@ def drive_view(d: Drive, now: float) -> DriveView:
     if rate is None:
         rate = next((p.write_rate_bytes_per_second for p in d.projections
                      if p.write_rate_bytes_per_second is not None), None)
+    if rate is None:
+        # A projection that stops early (no life used yet) still records the host rate it
+        # was given; a NAND-domain rate is not a host rate, so it is not taken.
+        rate = next((p.inputs["write_rate_bytes_per_second"] for p in d.projections
+                     if "write_rate_bytes_per_second" in p.inputs and not p.inputs.get("nand_domain")), None)
     health_times = [d.last_poll[c] for c in ("smartctl", "shannon") if c in d.last_poll]
     view = DriveView(
         device=d.device,
@@ -158,17 +174,162 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
             flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C"))
     if v.media_errors:
         flags.append(Flag(WARNING, f"{v.media_errors} media errors"))
+    # A standby drive is deliberately not woken for a poll, so its data ages harmlessly.
+    if (v.data_age_seconds is not None and v.data_age_seconds > STALE_WARNING_SECONDS
+            and v.power_state != "standby"):
+        flags.append(Flag(WARNING, f"health data is {v.data_age_seconds / 60:.0f} min old (last poll failed?)"))
     return flags
 
 
-def snapshot_views(snap: Snapshot, now: float) -> List[DriveView]:
-    return [drive_view(d, now) for d in drive_list(snap)]
+def history_points(samples: Sequence[Any], now: float,
+                   max_points: int = HISTORY_MAX_POINTS) -> List[Dict[str, Any]]:
+    """Thin a drive's samples (oldest first) to at most ``max_points`` for sparklines and the
+    API, keeping the newest sample of each equal slice of time so the last point is current.
+
+    Each point carries ``write_rate_bytes_per_second`` over the gap since the previous kept
+    point, computed after thinning so a point stands for the whole gap, not its last 10
+    minutes. A counter that went down (drive replaced, counter reset) gives no rate there.
+    """
+    rows = [s for s in samples if s.ts <= now]
+    if len(rows) > max_points > 2:
+        first, last = rows[0].ts, rows[-1].ts
+        # max_points - 1 slices (the last sample alone in the final one) plus the oldest point
+        width = (last - first) / (max_points - 2) or 1.0
+        kept: Dict[int, Any] = {}
+        for s in rows:
+            kept[int((s.ts - first) // width)] = s  # later samples overwrite: newest wins
+        rows = [rows[0]] + [kept[k] for k in sorted(kept) if kept[k] is not rows[0]]
+    points: List[Dict[str, Any]] = []
+    prev = None
+    for s in rows:
+        rate = None
+        if (prev is not None and s.host_written_bytes is not None
+                and prev.host_written_bytes is not None and s.ts > prev.ts
+                and s.host_written_bytes >= prev.host_written_bytes):
+            rate = (s.host_written_bytes - prev.host_written_bytes) / (s.ts - prev.ts)
+        points.append({
+            "ts": s.ts,
+            "life_left_ratio": s.life_left_ratio,
+            "host_written_bytes": s.host_written_bytes,
+            "bad_block_ratio": s.bad_block_ratio,
+            "write_rate_bytes_per_second": rate,
+        })
+        prev = s
+    return points
+
+
+def drive_history(history: Any, serial: str, now: float,
+                  window_seconds: float = HISTORY_WINDOW_SECONDS) -> List[Dict[str, Any]]:
+    """:func:`history_points` of one drive from a :class:`agent.history.History`."""
+    return history_points(history.samples(serial, since=now - window_seconds), now)
+
+
+def snapshot_views(snap: Snapshot, now: float, history: Any = None) -> List[DriveView]:
+    """One view per drive, by device name. With ``history`` (a History), each view also
+    carries its thinned samples in ``history``."""
+    views = [drive_view(d, now) for d in drive_list(snap)]
+    if history is not None:
+        for v in views:
+            v.history = drive_history(history, v.serial, now)
+    return views
+
+
+def flagged_first(views: Sequence[Any]) -> List[Any]:
+    """Critical drives first, then warnings, then the rest; by device within a severity.
+    Takes DriveView objects or their JSON dicts."""
+    def key(v: Any):
+        sev = v.get("severity") if isinstance(v, dict) else v.severity
+        device = v.get("device") if isinstance(v, dict) else v.device
+        return (-_RANK.get(sev or OK, 0), device or "")
+    return sorted(views, key=key)
+
+
+def series_change(points: Sequence[Dict[str, Any]], name: str) -> Optional[Dict[str, float]]:
+    """First and last known values of ``name`` in history points, with their times:
+    ``{"first", "last", "first_ts", "last_ts", "change"}``; None with fewer than two values."""
+    known = [(p["ts"], p[name]) for p in points if p.get(name) is not None]
+    if len(known) < 2:
+        return None
+    (t0, v0), (t1, v1) = known[0], known[-1]
+    return {"first": v0, "last": v1, "first_ts": t0, "last_ts": t1, "change": v1 - v0}
 
 
 def worst(views: List[DriveView]) -> str:
     return max((v.severity for v in views), key=_RANK.get, default=OK)
 
 
+def severity_rank(severity: str) -> int:
+    return _RANK.get(severity, 0)
+
+
 def exit_code(severity: str) -> int:
     """Nagios plugin convention: 0 OK, 1 WARNING, 2 CRITICAL."""
     return _RANK[severity]
+
+
+# -- formatting shared by the page and the terminal -------------------------------------
+
+def human_bytes(n: Optional[float]) -> str:
+    """Decimal units, as drives and their vendors count (a 500 GB drive is 500e9 bytes)."""
+    if n is None:
+        return "-"
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000.0
+    return "-"
+
+
+def human_duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    s = max(0.0, float(seconds))
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    if s < 48 * 3600:
+        return f"{s / 3600:.1f} h"
+    if s < 730 * 86400:
+        return f"{s / 86400:.0f} days"
+    return f"{s / (365.25 * 86400):.1f} years"
+
+
+def utc_date(ts: Optional[float]) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d", time.gmtime(ts))
+
+
+def utc_time(ts: Optional[float]) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+def percent(ratio: Optional[float], digits: int = 1) -> str:
+    """``0.99`` -> ``99%``, ``0.8125`` -> ``81.2%``: whole percent when that is exact."""
+    if ratio is None:
+        return "-"
+    text = f"{ratio * 100:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text + "%"
+
+
+def describe_input(name: str, value: float) -> str:
+    """A projection input in words a person checks against the drive's datasheet; the unit
+    follows from the name (``*_bytes``, ``*_ratio``, ``*_per_second``)."""
+    if name == "now":
+        return utc_time(value)
+    if name == "nand_domain":
+        return "NAND bytes" if value else "host bytes"
+    if name == "write_rate_bytes_per_second":
+        return f"{human_bytes(value * 86400)}/day"
+    if name == "life_slope_per_second":
+        return f"{value * 86400 * 100:+.3f} points/day"
+    if name == "bytes_per_percent":
+        return f"{human_bytes(value)} per 1% of life"
+    if name.endswith("_bytes"):
+        return human_bytes(value)
+    if name.endswith("_ratio"):
+        return percent(value, 2)
+    if name == "pe_cycles":
+        return f"{value:.0f} P/E cycles"
+    return f"{value:.4g}"

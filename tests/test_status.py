@@ -1,0 +1,276 @@
+"""``ssdfleet status`` as a person or Nagios runs it: the real command on fake hosts.
+
+Exit codes: a host with only a healthy drive 0, media errors 1, a write cache switched off 2,
+nothing readable 3. The agent-backed tests run the real agent (with two weeks of seeded
+history, see test_page) and read it over HTTP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from tests.conftest import fixture_path
+from tests.fakehost import ROOT, FakeHost, build_default_host, free_port
+from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL, SHANNON_SERIAL
+from tests.test_page import start_seeded_agent
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run_status(host: FakeHost, *args: str, env: Optional[Dict[str, str]] = None,
+               agent_url: Optional[str] = None) -> subprocess.CompletedProcess:
+    """The command with the host's tool paths. Without ``agent_url`` it is pointed at a port
+    nobody listens on, so it must fall back to one poll of its own (and a real agent on
+    the default port of this machine cannot leak in)."""
+    url = agent_url or f"http://127.0.0.1:{free_port()}"
+    full_env = dict(os.environ)
+    full_env.pop("SSDFLEET_BASIC_AUTH", None)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "agent", "status", "--url", url, *args] + host.config_args(),
+                          capture_output=True, text=True, timeout=90, cwd=str(ROOT), env=full_env)
+
+
+def table_rows(out: str) -> Dict[str, List[str]]:
+    """Table lines by device; the columns are split on runs of two or more blanks."""
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["DEVICE", "KIND", "MODEL", "SERIAL"], lines[0]
+    rows = {}
+    for line in lines[1:]:
+        if not line or not line[0].isalnum() or re.match(r"\S+:", line) or line.startswith("why flagged"):
+            break  # the table ends at the "why flagged:" block or the footer ("source: ...")
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[cells[0]] = cells
+    return rows
+
+
+def only_nvme0_host(root: Path) -> FakeHost:
+    """A host with just the healthy Intel NVMe drive: the scan output of the default host
+    with the other devices taken out, and no Shannon card."""
+    host = FakeHost(root)
+    scan = json.loads(fixture_path("fakehost/telegraf__testcases_scan_all.json").read_text())
+    scan["devices"] = [d for d in scan["devices"] if d["name"] == "/dev/nvme0"]
+    host.set_response("smartctl", "version", fixture_path("fakehost/smartctl-version.txt"))
+    host.set_response("smartctl", "scan", json.dumps(scan))
+    host.set_response("smartctl", "nvme0", fixture_path("fakehost/scrutiny__smart-nvme.json"))
+    host.tool("shannon-status")  # present, with nothing to say: no card
+    host.tool("hdparm")
+    host.block_device("nvme0n1", 2000409264)
+    host.diskstats(" 259       0 nvme0n1 5000 0 400000 900 8000 0 1280000 1500 1 2100 2400 0 0 0 0 0 0\n")
+    return host
+
+
+@pytest.fixture
+def host(tmp_path):
+    return build_default_host(tmp_path)
+
+
+# -- exit codes -------------------------------------------------------------------------
+
+def test_healthy_host_exits_0(tmp_path):
+    r = run_status(only_nvme0_host(tmp_path), "--color", "never")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = table_rows(r.stdout)
+    assert list(rows) == ["nvme0"]
+    assert rows["nvme0"][3] == NVME0_SERIAL and rows["nvme0"][-1] == "OK"
+    assert "why flagged" not in r.stdout
+    assert r.stdout.rstrip().endswith("OK: 1 ok")
+    assert "no agent answered" in r.stdout  # it says where the numbers came from
+
+
+def test_media_errors_exit_1_and_json_agrees(host):
+    r = run_status(host, "--json")
+    assert r.returncode == 1, r.stderr
+    data = json.loads(r.stdout)
+    assert data["severity"] == "warning" and data["exit_code"] == 1
+    by_serial = {d["serial"]: d for d in data["drives"]}
+    assert set(by_serial) == {SDA_SERIAL, NVME0_SERIAL, NVME1_SERIAL, SHANNON_SERIAL}
+    assert by_serial[NVME1_SERIAL]["media_errors"] == 7
+    assert [f["reason"] for f in by_serial[NVME1_SERIAL]["flags"]] == ["7 media errors"]
+    assert by_serial[SHANNON_SERIAL]["life_left_ratio"] == pytest.approx(0.99)
+    # the projection's reasoning travels with it, even when it has no date yet
+    methods = [p["method"] for p in by_serial[SHANNON_SERIAL]["projections"]]
+    assert methods == ["observed", "rated", "trend"]
+    assert "no write rate yet" in by_serial[SHANNON_SERIAL]["projections"][1]["note"]
+
+
+def test_write_cache_off_exits_2_with_the_drive_first(host):
+    host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
+    r = run_status(host, "--color", "never")
+    assert r.returncode == 2, r.stdout + r.stderr
+    rows = table_rows(r.stdout)
+    assert list(rows)[:2] == ["sda", "nvme1"]  # flagged first, worst first
+    assert "DISABLED!=enabled" in rows["sda"]
+    assert rows["sda"][-1] == "CRITICAL: write cache disabled, expected enabled"
+    assert rows["dfa"][4] == "99%" and rows["nvme1"][4] == "97%"
+    why = r.stdout.split("why flagged:\n", 1)[1].splitlines()
+    assert why[0].split() == ["CRITICAL", "sda:", "write", "cache", "disabled,", "expected", "enabled"]
+    assert why[1].split() == ["WARNING", "nvme1:", "7", "media", "errors"]
+    assert "CRITICAL: 1 critical, 1 warning, 2 ok" in r.stdout
+
+
+def test_nothing_readable_exits_3(tmp_path):
+    """smartctl answers nothing, no shannon-status: the kernel's sda is known, its health not."""
+    host = FakeHost(tmp_path)
+    host.set_response("smartctl", "version", fixture_path("fakehost/smartctl-version.txt"))
+    host.set_response("smartctl", "scan", "", exit_code=2)
+    host.set_response("smartctl", "sda", "", exit_code=2)
+    host.block_device("sda", 976773168, model="Samsung SSD 860 EVO 500GB")
+    host.diskstats("   8       0 sda 120 10 9000 50 400 20 64000 300 0 280 350 0 0 0 0 4 2\n")
+    r = run_status(host, "--color", "never")
+    assert r.returncode == 3, r.stdout + r.stderr
+    rows = table_rows(r.stdout)
+    assert rows["sda"][-1] == "UNKNOWN: no health data"
+    assert "UNKNOWN: 1 without health data" in r.stdout
+    assert json.loads(run_status(host, "--json").stdout)["exit_code"] == 3
+
+
+def test_no_drives_at_all_exits_3(tmp_path):
+    host = FakeHost(tmp_path)
+    host.diskstats("")
+    r = run_status(host, "--color", "never")
+    assert r.returncode == 3
+    assert "(no drives found)" in r.stdout and "UNKNOWN: no drives could be read" in r.stdout
+
+
+# -- colour -----------------------------------------------------------------------------
+
+def test_colour_always_never_and_piped(host):
+    host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
+    coloured = run_status(host, "--color", "always").stdout
+    assert "\x1b[1;31mCRITICAL: write cache disabled, expected enabled\x1b[0m" in coloured
+    assert "\x1b[33mWARNING: 7 media errors\x1b[0m" in coloured
+    # colours change nothing but the colours: same text, same alignment
+    plain = run_status(host, "--color", "never").stdout
+    assert "\x1b" not in plain
+    assert table_rows(ANSI.sub("", coloured)).keys() == table_rows(plain).keys()
+    assert "\x1b" not in run_status(host).stdout  # auto, and stdout is a pipe here
+
+
+def test_colour_auto_on_a_terminal(host):
+    """--color auto colours when stdout is a real terminal (a pty, as ssh gives)."""
+    primary, secondary = pty.openpty()
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "status", "--url", url] + host.config_args(),
+                            stdout=secondary, stderr=subprocess.PIPE, cwd=str(ROOT), start_new_session=True)
+    os.close(secondary)
+    out = b""
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        assert proc.wait(timeout=30) == 1
+    finally:
+        os.close(primary)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.decode()
+    assert "\x1b[33mWARNING: 7 media errors\x1b[0m" in text, text
+
+
+# -- against the running agent ------------------------------------------------------------
+
+@pytest.fixture
+def seeded_agent(tmp_path):
+    h = build_default_host(tmp_path)
+    agent = start_seeded_agent(h)
+    try:
+        yield h, agent
+    finally:
+        agent.stop()
+
+
+def test_drive_details_from_the_agent(seeded_agent):
+    host, agent = seeded_agent
+    r = run_status(host, "--drive", SHANNON_SERIAL, "--color", "never", agent_url=agent.url)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert out.startswith(f"dfa  sh-shannon-pcie-ssd  serial {SHANNON_SERIAL}  (shannon")
+    assert re.search(r"^life left\s+99%", out, re.M)
+    # the wear-out date and the numbers behind it
+    m = re.search(r"^wear-out\s+(\d{4}-\d\d-\d\d) \(in [\d.]+ years\) by the rated method$", out, re.M)
+    assert m, out
+    api = {d["serial"]: d for d in json.loads(agent.get("/api/v1/drives"))["drives"]}[SHANNON_SERIAL]
+    assert m.group(1) == time.strftime("%Y-%m-%d", time.gmtime(api["wearout_timestamp"]))
+    assert re.search(r"^\s+pe_cycles\s+10000 P/E cycles$", out, re.M)
+    assert re.search(r"^\s+write_rate_bytes_per_second\s+[\d.]+ [GT]B/day$", out, re.M)
+    assert re.search(r"^\s+endurance_remaining\s+[\d.]+ PB$", out, re.M)
+    # history from the agent's own samples (seeded 1.000% -> 1.076% bad blocks, 100% -> 99% life)
+    assert re.search(r"^history\s+\d+ points from ", out, re.M)
+    assert "life left: 100% -> 99% over" in out
+    assert "bad blocks: 1% -> 1.076% over" in out
+    hist = list(itertools.takewhile(lambda h: h.startswith("  "), out.split("TIME (UTC)", 1)[1].splitlines()[1:]))
+    assert 10 <= len(hist) <= 16 and all(re.match(r"^  \d{4}-\d\d-\d\d \d\d:\d\d ", h) for h in hist)
+    assert "source: agent at " + agent.url in out
+
+
+def test_drive_by_device_name_and_its_exit_code(seeded_agent):
+    host, agent = seeded_agent
+    r = run_status(host, "--drive", "/dev/sda", "--color", "never", agent_url=agent.url)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "CRITICAL   write cache disabled, expected enabled" in r.stdout
+    assert re.search(r"^write cache\s+disabled \(expected enabled\); .*hdparm: disabled", r.stdout, re.M)
+    assert re.search(r"^wear-out\s+\d{4}-\d\d-\d\d .* by the observed method$", r.stdout, re.M)
+    r = run_status(host, "--drive", "nvme1", "--json", agent_url=agent.url)
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    (drive,) = data["drives"]
+    assert drive["serial"] == NVME1_SERIAL and data["severity"] == "warning"
+    assert len(drive["history"]) > 40 and drive["history"][-1]["life_left_ratio"] == pytest.approx(0.97)
+    r = run_status(host, "--drive", "no-such-drive", agent_url=agent.url)
+    assert r.returncode == 3 and "no drive 'no-such-drive'" in r.stderr
+
+
+def test_agent_table_has_rates_and_dates(seeded_agent):
+    host, agent = seeded_agent
+    r = run_status(host, "--color", "never", agent_url=agent.url)
+    assert r.returncode == 2
+    rows = table_rows(r.stdout)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d rated", rows["dfa"][5])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d observed", rows["sda"][5])
+    assert re.fullmatch(r"[\d.]+ [GT]B", rows["dfa"][9])  # about 0.5 TB a day, seeded
+    assert "1.076% rising" == rows["dfa"][8]
+
+
+def test_watch_redraws(host):
+    """--watch N on a pipe prints one block per round until stopped."""
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "status", "--url", url, "--watch", "0.5",
+                             "--color", "never"] + host.config_args(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT), text=True,
+                            start_new_session=True)
+    seen = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(seen) < 2 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("WARNING: 1 warning, 3 ok"):
+                seen.append(line)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert len(seen) == 2, proc.stderr.read()
