@@ -7,9 +7,15 @@
     panel with a templated Prometheus data source and targets, variables defined, and every
     metric name one that docs/metrics.md (or the recording rules) defines;
 (c) every panel query, with the template variables resolved the way Grafana resolves them
-    (label_values() through the HTTP API of a real Prometheus), returns data. Two static
-    exporters stand in for two agents, serving tests/fixtures/dashboards/*.prom with the
-    counters moving between scrapes so rate() has two different samples.
+    (label_values() through the HTTP API of a real Prometheus), returns data from a live fake
+    fleet: three real ``ssdfleet agent`` processes on fake hosts (tests/livefleet.py) - the
+    default host, one whose SATA drive has its write cache switched off, one with a nearly
+    worn-out Shannon card and a drive whose smartctl output is cut short - plus a scrape
+    target on a port nothing listens on. Each host's state directory holds a history.sqlite
+    seeded over the past two weeks before its agent starts (the file earlier runs would have
+    left), so the agents export write rates and wear-out projections; a workload thread moves
+    /proc/diskstats and the card counters while Prometheus scrapes every second, with the
+    shipped recording rules evaluated every second.
 
 (a) and the SDK round trip need grafana-foundation-sdk (Python >= 3.11) and skip without it;
 the rest reads only the committed JSON.
@@ -23,20 +29,24 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ROOT, fixture_path
-from tests.promstack import prometheus_factory, skip_or_fail, static_exporter_factory  # noqa: F401 (fixtures)
+from tests.fakehost import build_default_host
+from tests.livefleet import SHANNON_SERIAL, WORN_SERIAL, LiveHost, prepare_host, worn_card_status
+from tests.promstack import Prometheus, free_port, prometheus_binary, skip_or_fail
+from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL
 
 JSON_DIR = ROOT / "dashboards" / "json"
 DASHBOARD_FILES = ["ssdfleet-fleet.json", "ssdfleet-host.json", "ssdfleet-drive.json"]
 METRICS_DOC = ROOT / "docs" / "metrics.md"
 RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
-SAMPLES = ["dashboards/sample-metrics.prom", "dashboards/sample-metrics-db2.prom"]
-RATE_INTERVAL = "1m"  # what $__rate_interval becomes; the exporters are scraped every second
+RATE_INTERVAL = "1m"  # what $__rate_interval becomes; the agents are scraped every second
 DATA_TIMEOUT = 90.0  # seconds to wait for every query to have data
 
 
@@ -208,77 +218,7 @@ def test_queries_use_only_documented_metrics():
                 assert metric in known, f"{name}: {metric} is not in docs/metrics.md nor the recording rules"
 
 
-def test_sample_expositions_lint_clean():
-    promtool = shutil.which("promtool")
-    if not promtool:
-        skip_or_fail("promtool not found (apt-get install prometheus)")
-    for sample in SAMPLES:
-        text = fixture_path(sample).read_bytes()
-        result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)
-        assert result.returncode == 0, f"{sample}: {result.stdout.decode()} {result.stderr.decode()}"
-        families = set(re.findall(rb"^# TYPE (\w+) ", text, re.M))
-        assert families <= {m.encode() for m in _documented_metrics()}, families - {
-            m.encode() for m in _documented_metrics()
-        }
-
-
 # (c) every query returns data from a real Prometheus
-
-# Per-second increments of the sample counters while the test runs: a busy database host.
-COUNTER_RATES = {
-    "ssd_host_written_bytes_total": 50e6,
-    "ssd_nand_written_bytes_total": 58e6,
-    "ssd_host_read_bytes_total": 80e6,
-    "ssd_power_on_seconds_total": 1.0,
-    "ssd_io_reads_completed_total": 2000.0,
-    "ssd_io_writes_completed_total": 1500.0,
-    "ssd_io_read_bytes_total": 80e6,
-    "ssd_io_written_bytes_total": 50e6,
-    "ssd_io_read_time_seconds_total": 2000 * 0.0002,
-    "ssd_io_write_time_seconds_total": 1500 * 0.00005,
-    "ssd_io_busy_seconds_total": 0.35,
-    "ssd_collector_errors_total": 0.0,
-    "ssd_media_errors_total": 0.0,
-    "ssd_power_cycles_total": 0.0,
-}
-# Life left falls (much faster than any real drive) so deriv() and predict_linear() have a slope.
-LIFE_LEFT_DROP_PER_SECOND = 1e-5
-
-
-class MovingExposition:
-    """Serves a fixture exposition with counters advanced by wall-clock time since start and
-    every *_timestamp_seconds gauge moved by (now - the fixture's own time)."""
-
-    def __init__(self, text: str) -> None:
-        match = re.search(r"Fixture time: (\d+)", text)
-        assert match, "the sample exposition must say its fixture time"
-        self.fixture_time = float(match.group(1))
-        self.lines = text.splitlines()
-        self.counters = set(re.findall(r"^# TYPE (\w+) counter$", text, re.M))
-        unknown = self.counters - set(COUNTER_RATES)
-        assert not unknown, f"give COUNTER_RATES a rate for {unknown}"
-        self.started = time.time()
-
-    def __call__(self) -> str:
-        now = time.time()
-        elapsed = now - self.started
-        out = []
-        for line in self.lines:
-            if line.startswith("#") or not line.strip():
-                out.append(line)
-                continue
-            series, value_text = line.rsplit(" ", 1)
-            name = re.match(r"[a-zA-Z_:][a-zA-Z0-9_:]*", series).group(0)
-            value = float(value_text)
-            if name in self.counters:
-                value += COUNTER_RATES[name] * elapsed
-            elif name.endswith("_timestamp_seconds"):
-                value += now - self.fixture_time
-            elif name == "ssd_life_left_ratio":
-                value = max(0.0, value - LIFE_LEFT_DROP_PER_SECOND * elapsed)
-            out.append(f"{series} {value!r}")
-        return "\n".join(out) + "\n"
-
 
 LABEL_VALUES = re.compile(r"^label_values\((?:(?P<selector>.*),\s*)?(?P<label>\w+)\)$")
 
@@ -348,37 +288,234 @@ def _fast_rules(tmp_path: Path) -> List[Path]:
     return [fast]
 
 
-def test_every_panel_query_returns_data(
-    prometheus_factory,  # noqa: F811 (the fixture imported above)
-    static_exporter_factory,  # noqa: F811
-    capsys,
-    record_property,
-    tmp_path,
-):
-    exporters = [
-        static_exporter_factory(MovingExposition(fixture_path(s).read_text(encoding="utf-8"))) for s in SAMPLES
-    ]
-    rule_files = _fast_rules(tmp_path)
-    prom = prometheus_factory(
-        scrape_targets={"ssdfleet": [e.target for e in exporters]},
-        rule_files=rule_files,
-        scrape_interval="1s",
-        evaluation_interval="1s",
-    )
-    prom.wait_for_targets_up(timeout=30)
-    if rule_files:
-        groups = prom.rules()
-        assert groups, "the recording rules did not load"
-        prom.wait_for_query("count(ssd:temperature_celsius:max)", timeout=30)
-        broken = [(r["name"], r.get("lastError")) for g in prom.rules() for r in g["rules"] if r.get("health") == "err"]
-        assert not broken, broken
-    # rate() needs two samples of every counter inside its window
-    prom.wait_for_query("count(rate(ssd_host_written_bytes_total[1m]) > 0) == 4", timeout=30)
 
-    # (dashboard, panel title, refId) -> {"failures": [...], "data": bool}
+
+# The live fleet: three agents on fake hosts and a target nobody answers on.
+WORN_WRITE_RATE = 100e6  # bytes per second the worn card's history shows: due in about 7 weeks
+
+
+@dataclass
+class Fleet:
+    hosts: Dict[str, LiveHost]
+    prom: Prometheus
+    dead_target: str
+
+    def samples(self, name: str) -> Dict[Tuple[str, frozenset], float]:
+        """{(metric, labels): value} from one agent's /metrics, read over HTTP."""
+        out = {}
+        text = self.hosts[name].agent.get("/metrics").decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+        return out
+
+
+def _value(samples: dict, metric: str, **labels: str) -> Optional[float]:
+    found = [v for (n, ls), v in samples.items() if n == metric and set(labels.items()) <= set(ls)]
+    assert len(found) <= 1, f"{metric}{labels} matched {len(found)} series"
+    return found[0] if found else None
+
+
+def _build_fleet(root: Path, now: float) -> Dict[str, LiveHost]:
+    # db1: the default host as it comes.
+    db1 = prepare_host("db1", build_default_host(root / "db1"), now=now)
+    # db2: someone ran `hdparm -W0 /dev/sda` (the kernel still says write back).
+    host = build_default_host(root / "db2")
+    host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
+    db2 = prepare_host("db2-cache-off", host, now=now)
+    # db3: a Shannon card near the end of its life, and an NVMe drive whose smartctl answer is
+    # cut short (the tool was killed mid-write): the smartctl collector fails on every poll.
+    host = build_default_host(root / "db3")
+    status_a, status_p = worn_card_status()
+    host.set_response("shannon-status", "all", status_a)
+    host.set_response("shannon-status", "scta", status_p)
+    smart = fixture_path("fakehost/scrutiny__smart-nvme-failed.json").read_bytes()
+    host.set_response("smartctl", "nvme1", smart[: len(smart) // 3])
+    db3 = prepare_host("db3-worn", host, write_rates={WORN_SERIAL: WORN_WRITE_RATE}, now=now)
+    return {h.name: h for h in (db1, db2, db3)}
+
+
+def _wait_for_targets(prom: Prometheus, up: List[str], down: List[str], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    health: Dict[str, str] = {}
+    while time.monotonic() < deadline:
+        health = {t["labels"]["instance"]: t.get("health") for t in prom.targets()}
+        if all(health.get(t) == "up" for t in up) and all(health.get(t) == "down" for t in down):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"targets not as expected after {timeout}s: {health}")
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Iterator[Fleet]:
+    """Three real agents on fake hosts with seeded history and a moving workload, one dead
+    target (a port nothing listens on), and a real Prometheus scraping them every second
+    with the shipped recording rules evaluated every second."""
+    if not prometheus_binary():
+        skip_or_fail("prometheus binary not found (apt-get install prometheus, or set PROMETHEUS_BIN)")
+    root = tmp_path_factory.mktemp("fleet")
+    hosts: Dict[str, LiveHost] = {}
+    prom: Optional[Prometheus] = None
+    try:
+        hosts = _build_fleet(root, time.time())
+        for live in hosts.values():
+            live.start()
+        for live in hosts.values():
+            live.wait_ready()
+        dead_target = f"127.0.0.1:{free_port()}"
+        rules_dir = root / "rules"
+        rules_dir.mkdir()
+        prom = Prometheus(
+            workdir=root / "prometheus",
+            scrape_targets={"ssdfleet": [h.target for h in hosts.values()] + [dead_target]},
+            rule_files=_fast_rules(rules_dir),
+            scrape_interval="1s",
+            evaluation_interval="1s",
+        )
+        prom.start()
+        prom.wait_ready(30)
+        _wait_for_targets(prom, up=[h.target for h in hosts.values()], down=[dead_target])
+        # The worn card loses one more percent while Prometheus watches, so deriv() over its
+        # life left is negative (real drives take weeks per percent at this point).
+        prom.wait_for_query(f'ssd_life_left_ratio{{serial="{WORN_SERIAL}"}} == 0.05', timeout=30)
+        hosts["db3-worn"].workload.wear_one_percent()
+        yield Fleet(hosts, prom, dead_target)
+    finally:
+        if prom is not None:
+            prom.stop()
+        for live in hosts.values():
+            live.stop()
+
+
+def _wait_for_samples(fleet: Fleet, name: str, ready, timeout: float = 20.0) -> dict:
+    deadline = time.monotonic() + timeout
+    samples: dict = {}
+    while time.monotonic() < deadline:
+        samples = fleet.samples(name)
+        if ready(samples):
+            return samples
+        time.sleep(0.2)
+    raise AssertionError(f"{name}: agent metrics not ready after {timeout}s:\n{fleet.hosts[name].agent.log()[-3000:]}")
+
+
+def test_seeded_history_gives_write_rate_and_projection(fleet):
+    """The agents read the history earlier runs left and project from it."""
+    for name, live in fleet.hosts.items():
+        serials = [d["serial"] for d in live.drives]
+        samples = _wait_for_samples(
+            fleet, name, lambda s, serials=serials: all(_value(s, "ssd_drive_info", serial=x) == 1 for x in serials)
+        )
+        assert _value(samples, "ssd_history_healthy") == 1, name
+        assert live.seeded, f"{name}: nothing seeded"
+        for seeded in live.seeded.values():
+            assert seeded.samples >= 50 and seeded.newest_ts - seeded.oldest_ts > 13 * 86400, seeded
+        # The write rate of the best projection is exported. For the SATA drive that is the
+        # host rate: from the oldest sample in the 7 day window to the agent's own first
+        # reading, the rate its history was seeded with. (For the Shannon cards and the NVMe
+        # drives it is not what the docs promise: see the xfail test below.)
+        for serial in [SDA_SERIAL, SHANNON_SERIAL, WORN_SERIAL]:
+            if serial in live.seeded:
+                rate = _value(samples, "ssd_write_rate_bytes_per_second", serial=serial)
+                assert rate is not None and rate > 0, (name, serial)
+        if SDA_SERIAL in live.seeded:
+            rate = _value(samples, "ssd_write_rate_bytes_per_second", serial=SDA_SERIAL)
+            assert rate == pytest.approx(live.seeded[SDA_SERIAL].host_write_rate, rel=1e-3), name
+
+    def projection(name: str, serial: str) -> Tuple[str, float]:
+        found = [
+            (dict(ls)["method"], v)
+            for (n, ls), v in fleet.samples(name).items()
+            if n == "ssd_projected_wearout_timestamp_seconds" and dict(ls)["serial"] == serial
+        ]
+        assert len(found) == 1, (name, serial, found)
+        return found[0]
+
+    now = time.time()
+    # sda: 19% used, so the observed method (bytes per percent so far); the Shannon card has
+    # used 1% only but its model has a rating; nvme1 (3% used, no rating) falls back on the
+    # trend of life left in the history. nvme0 has used nothing: a write rate, no projection.
+    assert projection("db1", SDA_SERIAL)[0] == "observed"
+    assert projection("db1", SHANNON_SERIAL)[0] == "rated"
+    assert projection("db1", NVME1_SERIAL)[0] == "trend"
+    assert _value(fleet.samples("db1"), "ssd_projected_wearout_timestamp_seconds", serial=NVME0_SERIAL) is None
+    method, when = projection("db3-worn", WORN_SERIAL)
+    assert method == "observed"
+    assert 20 * 86400 < when - now < 60 * 86400, (when - now) / 86400
+
+
+def _nand_counting(live: LiveHost) -> set:
+    """Serials of the drives that report NAND bytes written besides host bytes."""
+    return {d["serial"] for d in live.drives if d.get("nand_written_bytes")}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agent bug: ssd_write_rate_bytes_per_second comes from the best projection, so a drive "
+    "that counts NAND bytes exports its NAND rate, and a drive whose best projection is the trend "
+    "(or that has none) exports no rate at all, "
+    "where docs/metrics.md promises the host write rate from the history",
+)
+def test_write_rate_is_the_host_rate_from_history_for_every_drive(fleet):
+    wrong = []
+    for name, live in fleet.hosts.items():
+        samples = fleet.samples(name)
+        for serial, seeded in live.seeded.items():
+            rate = _value(samples, "ssd_write_rate_bytes_per_second", serial=serial)
+            if rate is None or rate != pytest.approx(seeded.host_write_rate, rel=1e-3):
+                wrong.append(f"{name} {serial}: {rate} instead of {seeded.host_write_rate}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agent bug: for a drive that counts NAND bytes, ssd_endurance_remaining_bytes is NAND "
+    "bytes (capacity x P/E cycles minus NAND written), more than ssd_endurance_rated_bytes, which "
+    "is host bytes",
+)
+def test_remaining_endurance_is_in_host_bytes_like_the_rating(fleet):
+    checked = []
+    for name in fleet.hosts:
+        samples = fleet.samples(name)
+        for (metric, labels), rated in samples.items():
+            if metric != "ssd_endurance_rated_bytes":
+                continue
+            serial = dict(labels)["serial"]
+            remaining = _value(samples, "ssd_endurance_remaining_bytes", serial=serial)
+            if remaining is not None:
+                checked.append((name, serial))
+                assert remaining <= rated, f"{name} {serial}: {remaining:.4g} left of a {rated:.4g} rating"
+    assert checked
+
+
+def test_live_expositions_lint_clean(fleet):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        skip_or_fail("promtool not found (apt-get install prometheus)")
+    documented = _documented_metrics()
+    for name, live in fleet.hosts.items():
+        text = live.agent.get("/metrics")
+        result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)
+        assert result.returncode == 0, f"{name}: {result.stdout.decode()} {result.stderr.decode()}"
+        families = {f.decode() for f in re.findall(rb"^# TYPE (\w+) ", text, re.M)}
+        assert families <= documented, f"{name}: undocumented {families - documented}"
+
+
+def test_every_panel_query_returns_data(fleet, capsys, record_property):
+    prom = fleet.prom
+    groups = prom.rules()
+    assert groups, "the recording rules did not load"
+    prom.wait_for_query("count(ssd:temperature_celsius:max)", timeout=30)
+    broken = [(r["name"], r.get("lastError")) for g in prom.rules() for r in g["rules"] if r.get("health") == "err"]
+    assert not broken, broken
+    # rate() needs two samples of every counter inside its window
+    prom.wait_for_query("count(rate(ssd_io_writes_completed_total[1m]) > 0) >= 9", timeout=30)
+
+    # (dashboard, panel title, refId) -> {"errors": [...], "data": bool}
     checks: Dict[Tuple[str, str, str], Dict[str, object]] = {}
     slowest: Tuple[float, str] = (0.0, "")
-    deadline = time.monotonic() + DATA_TIMEOUT
+    runs = 0
+    started = time.monotonic()
+    deadline = started + DATA_TIMEOUT
     pending: Optional[set] = None
     while True:
         now = time.time()
@@ -395,6 +532,7 @@ def test_every_panel_query_returns_data(
                     expr = _substitute(target["expr"], combo)
                     assert "$" not in expr, f"{key}: unresolved variable in {expr}"
                     answer, took = _run(prom, target, expr, now)
+                    runs += 1
                     if took > slowest[0]:
                         slowest = (took, f"{name} / {panel['title']} / {target['refId']}")
                     if answer.get("status") != "success":
@@ -406,9 +544,15 @@ def test_every_panel_query_returns_data(
             break
         time.sleep(1.0)
 
+    record_property("panel_queries", len(checks))
+    record_property("query_runs", runs)
     record_property("slowest_panel_query_seconds", round(slowest[0], 4))
     with capsys.disabled():
-        print(f"\n[dashboards] {len(checks)} panel queries checked; slowest {slowest[0] * 1000:.1f} ms: {slowest[1]}")
+        print(
+            f"\n[dashboards] {len(checks)} panel queries, {runs} runs with variables substituted, "
+            f"all with data after {time.monotonic() - started:.1f} s; "
+            f"slowest {slowest[0] * 1000:.1f} ms: {slowest[1]}"
+        )
     problems = [
         f"{key}: " + ("; ".join(state["errors"]) if state["errors"] else "no data for any variable value")
         for key, state in sorted(checks.items())
@@ -416,3 +560,41 @@ def test_every_panel_query_returns_data(
     ]
     assert not problems, "\n".join(problems)
     assert len(checks) > 60
+
+
+def _stat(prom: Prometheus, title: str) -> Optional[float]:
+    """The value a fleet-overview stat panel shows for all jobs."""
+    dashboard = load("ssdfleet-fleet.json")
+    (panel,) = [p for p in query_panels(dashboard) if p["title"] == title and p["type"] == "stat"]
+    (combo,) = _variable_combinations(prom, dashboard)
+    answer = prom.query(_substitute(panel["targets"][0]["expr"], combo))
+    assert answer.get("status") == "success", answer
+    result = answer["data"]["result"]
+    return float(result[0]["value"][1]) if len(result) == 1 else None
+
+
+def test_fleet_overview_counts_what_the_fleet_has(fleet):
+    """The headline numbers match the fleet the test built, not just "some data"."""
+    expected = {
+        "Drives": float(sum(len(h.drives) for h in fleet.hosts.values())),
+        "Under 10 % life left": 1.0,  # the worn card
+        "Wear-out within 90 days": 1.0,  # the worn card, due in about 7 weeks
+        "Write caches off": 1.0,  # sda on db2
+        "Write cache not as expected": 1.0,
+        "Stale agents": 1.0,  # the dead target
+        "Collectors failing": 1.0,  # smartctl on db3
+        "Stuck probes": 0.0,
+    }
+    deadline = time.monotonic() + 30
+    while True:
+        seen = {title: _stat(fleet.prom, title) for title in expected}
+        if seen == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert seen == expected
+    # The worn card lost a percent while Prometheus watched: the drive dashboard's trend
+    # (deriv over life left) is negative for it, and only for it.
+    worn = fleet.hosts["db3-worn"]
+    assert worn.workload.worn_at is not None
+    falling = fleet.prom.wait_for_query("deriv(ssd_life_left_ratio[7d]) < 0", timeout=20)
+    assert {r["metric"]["serial"] for r in falling["data"]["result"]} == {WORN_SERIAL}

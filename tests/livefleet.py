@@ -1,0 +1,352 @@
+"""A live fake fleet: real ``ssdfleet agent`` processes on fake hosts, with history and load.
+
+The dashboard and alerting tests need what a real fleet gives Prometheus, not a hand-written
+exposition: agents that poll (fake) tools, counters that move while Prometheus scrapes, and a
+wear-out projection, which needs the agent's own history to span more than an hour.
+
+* :func:`read_drives` asks the real agent (``ssdfleet collect --json``, one poll, no history)
+  what the fake host's drives say now.
+* :func:`seed_history` writes the state file earlier runs of the agent would have left: samples
+  over the past days through :class:`agent.history.History`, host bytes written rising into the
+  current value and life left falling into it (life used in proportion to bytes written, the
+  same assumption the observed projection makes). The agent started afterwards reads it.
+* :class:`Workload` plays the database: it advances /proc/diskstats and the Shannon card's
+  lifetime counters a little every tick (so rate() and await have something to divide), and
+  steps a card's life left down by one percent when asked (so deriv() over life left turns
+  negative while Prometheus watches).
+* :func:`worn_card_status` derives a nearly worn-out card's ``shannon-status -p`` output from
+  the real capture by rewriting only the serial, the volumes written and the life left.
+
+Everything started here is stopped by :meth:`LiveHost.stop`, with bounded waits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from agent.history import History
+from agent.model import DriveReading
+from tests.conftest import fixture_path
+from tests.fakehost import DISKSTATS, ROOT, AgentProcess, FakeHost
+
+HOUR = 3600.0
+DAY = 86400.0
+GB = 10**9  # shannon-status prints decimal GB
+
+# The agent polls every second instead of every minute or five.
+FAST_INTERVALS = [
+    "--interval.smartctl", "1", "--interval.shannon", "1", "--interval.write_cache", "1",
+    "--interval.diskstats", "1", "--tool-timeout", "5",
+]
+
+SHANNON_STATUS_P = "fakehost/seed000__status-p_scta_9h.txt"
+SHANNON_STATUS_A = "fakehost/seed000__status-a_9h.txt"
+SHANNON_SERIAL = "006819246149b014"
+
+
+# ------------------------------------------------------------------ what the drives say now
+
+
+def read_drives(host: FakeHost, timeout: float = 60.0) -> List[dict]:
+    """The drives as one real poll of the agent sees them (``ssdfleet collect --json``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run(
+        [sys.executable, "-m", "agent", "collect", "--json", *host.config_args()],
+        capture_output=True, text=True, timeout=timeout, cwd=str(ROOT), env=env,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"ssdfleet collect failed ({result.returncode}): {result.stderr[-2000:]}")
+    return list(json.loads(result.stdout)["drives"])
+
+
+# ------------------------------------------------------------------ history from earlier runs
+
+
+@dataclass(frozen=True)
+class SeededDrive:
+    serial: str
+    host_write_rate: float  # bytes per second over the seeded days
+    samples: int
+    oldest_ts: float
+    newest_ts: float
+
+
+def default_write_rate(drive: dict, span_seconds: float) -> float:
+    """A believable past write rate: the lifetime average (bytes written / power-on time),
+    but never so high that the oldest sample would go below half of today's counter."""
+    written = float(drive["host_written_bytes"])
+    power_on = drive.get("power_on_seconds") or 0
+    lifetime = written / power_on if power_on > 0 else written / span_seconds
+    return min(lifetime, written / (2.0 * span_seconds))
+
+
+def seed_history(
+    host: FakeHost,
+    drives: Sequence[dict],
+    now: Optional[float] = None,
+    days: float = 14.0,
+    step_seconds: float = 6 * HOUR,
+    newest_age_seconds: float = HOUR,
+    write_rates: Optional[Dict[str, float]] = None,
+) -> Dict[str, SeededDrive]:
+    """Write ``<state>/history.sqlite`` with one sample every ``step_seconds`` from ``days``
+    ago until ``newest_age_seconds`` ago, for every drive that reports bytes written.
+
+    The newest sample is older than the agent's sampling interval (10 minutes), so the agent
+    adds today's reading as the newest point when it starts.
+    """
+    now = time.time() if now is None else now
+    span = days * DAY
+    seeded: Dict[str, SeededDrive] = {}
+    with History(str(host.state / "history.sqlite")) as history:
+        for drive in drives:
+            written_now = drive.get("host_written_bytes")
+            if not written_now:
+                continue
+            serial = drive["serial"]
+            rate = (write_rates or {}).get(serial) or default_write_rate(drive, span)
+            life_now = drive.get("life_left_ratio")
+            nand_now = drive.get("nand_written_bytes")
+            count = 0
+            ts = oldest = newest = now - span
+            while ts <= now - newest_age_seconds:
+                age = now - ts
+                written = written_now - rate * age
+                fraction = written / written_now  # of today's bytes written, so of today's wear
+                reading = DriveReading(
+                    kind=drive["kind"],
+                    device=drive["device"],
+                    serial=serial,
+                    life_left_ratio=None if life_now is None else 1.0 - (1.0 - life_now) * fraction,
+                    host_written_bytes=int(written),
+                    nand_written_bytes=None if nand_now is None else int(nand_now * fraction),
+                    bad_block_ratio=drive.get("bad_block_ratio"),
+                    power_on_seconds=None,
+                )
+                history.record(serial, ts, reading)
+                count += 1
+                newest = ts
+                ts += step_seconds
+            seeded[serial] = SeededDrive(serial, rate, count, oldest, newest)
+    return seeded
+
+
+# ------------------------------------------------------------------ tool output for special drives
+
+
+def shannon_status_p(
+    text: str,
+    serial: Optional[str] = None,
+    host_written_bytes: Optional[float] = None,
+    nand_written_bytes: Optional[float] = None,
+    life_left_percent: Optional[int] = None,
+) -> str:
+    """``shannon-status -p`` text with some values replaced (the rest of the capture kept)."""
+    def put(pattern: str, value: str, src: str) -> str:
+        out, n = re.subn(pattern, value, src, flags=re.M)
+        if n != 1:
+            raise ValueError(f"{pattern!r} matched {n} lines of the shannon-status capture")
+        return out
+
+    if serial is not None:
+        text = put(r"^serial_number=.*$", f"serial_number={serial}", text)
+    if host_written_bytes is not None:
+        text = put(r"^host_write_data=.*$", f"host_write_data={host_written_bytes / GB:.2f} GB", text)
+    if nand_written_bytes is not None:
+        text = put(r"^total_write_data=.*$", f"total_write_data={nand_written_bytes / GB:.2f} GB", text)
+    if life_left_percent is not None:
+        text = put(r"^estimated_life_left=.*$", f"estimated_life_left={life_left_percent}%", text)
+    return text
+
+
+def shannon_values(text: str) -> Tuple[float, float, float, int]:
+    """(host bytes written, NAND bytes written, write amplifier, life left %) from ``-p`` text."""
+    def get(key: str) -> str:
+        match = re.search(rf"^{key}=(.*)$", text, re.M)
+        if not match:
+            raise ValueError(f"no {key} in the shannon-status capture")
+        return match.group(1).strip()
+
+    return (
+        float(get("host_write_data").split()[0]) * GB,
+        float(get("total_write_data").split()[0]) * GB,
+        float(get("write_amplifier")),
+        int(get("estimated_life_left").rstrip("%")),
+    )
+
+
+# A card with 5% of its life left: 95% of the rated 8.28 PB (what the agent's endurance table
+# gives this 1.2 TB card) written, at the write amplification the capture shows.
+WORN_SERIAL = "006819246149w0rn"
+WORN_LIFE_LEFT_PERCENT = 5
+WORN_HOST_WRITTEN = 7_860_000 * GB
+
+
+def worn_card_status(serial: str = WORN_SERIAL) -> Tuple[str, str]:
+    """(``shannon-status -a``, ``shannon-status -p scta``) for a nearly worn-out card."""
+    capture = fixture_path(SHANNON_STATUS_P).read_text()
+    _, _, amplifier, _ = shannon_values(capture)
+    status_p = shannon_status_p(
+        capture,
+        serial=serial,
+        host_written_bytes=WORN_HOST_WRITTEN,
+        nand_written_bytes=WORN_HOST_WRITTEN * amplifier,
+        life_left_percent=WORN_LIFE_LEFT_PERCENT,
+    )
+    status_a = fixture_path(SHANNON_STATUS_A).read_text().replace(SHANNON_SERIAL, serial)
+    status_a, n = re.subn(r"Estimated life left: \d+% left", f"Estimated life left: {WORN_LIFE_LEFT_PERCENT}% left", status_a)
+    if n != 1:
+        raise ValueError("no life left line in the shannon-status -a capture")
+    return status_a, status_p
+
+
+# ------------------------------------------------------------------ the database's load
+
+
+# Per second, per whole disk: a busy but healthy database host.
+# (reads, sectors read, ms reading, writes, sectors written, ms writing, ms busy)
+DISK_LOAD = {
+    "sda": (150, 1200, 30, 250, 4000, 25, 300),
+    "nvme0n1": (2000, 16000, 200, 1500, 24000, 75, 350),
+    "nvme1n1": (50, 400, 5, 20, 320, 2, 20),
+    "dfa": (800, 6400, 80, 3000, 96000, 150, 450),
+}
+# diskstats columns after the name: 0 reads, 2 sectors read, 3 ms reading, 4 writes,
+# 6 sectors written, 7 ms writing, 9 ms doing I/O
+_LOAD_COLUMNS = (0, 2, 3, 4, 6, 7, 9)
+
+
+class Workload:
+    """Moves a fake host's counters while the agent polls it.
+
+    Every ``tick`` seconds: /proc/diskstats of every whole disk in :data:`DISK_LOAD` advances by
+    the elapsed time (replaced atomically, as the kernel's file never shows half a line), and
+    the Shannon card's host and NAND bytes written advance by ``card_write_rate``. After
+    :meth:`wear_one_percent`, the next tick takes one percent off the card's life left.
+    """
+
+    def __init__(
+        self,
+        host: FakeHost,
+        status_p: str,
+        card_write_rate: float = 0.5 * GB,
+        tick: float = 0.5,
+    ) -> None:
+        self.host = host
+        self.status_p = status_p
+        self.card_write_rate = card_write_rate
+        self.tick = tick
+        self.host_written, self.nand_written, self.amplifier, self.life_left = shannon_values(status_p)
+        self._wear_requested = threading.Event()
+        self.worn_at: Optional[float] = None  # time.time() of the tick that wrote the lower life left
+        self._lines = [line.split() for line in DISKSTATS.splitlines()]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"workload-{host.root.name}", daemon=True)
+        self.ticks = 0
+
+    def start(self) -> Workload:
+        self._thread.start()
+        return self
+
+    def wear_one_percent(self) -> None:
+        self._wear_requested.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        last = time.monotonic()
+        while not self._stop.wait(self.tick):
+            now = time.monotonic()
+            self.step(now - last)
+            last = now
+
+    def step(self, seconds: float) -> None:
+        out = []
+        for fields in self._lines:
+            load = DISK_LOAD.get(fields[2])
+            if load:
+                for column, per_second in zip(_LOAD_COLUMNS, load):
+                    index = 3 + column
+                    fields[index] = str(int(fields[index]) + int(per_second * seconds))
+            out.append(" ".join(fields))
+        tmp = self.host.proc / ".diskstats.tmp"
+        tmp.write_text("\n".join(out) + "\n")
+        os.replace(tmp, self.host.proc / "diskstats")
+
+        written = self.card_write_rate * seconds
+        self.host_written += written
+        self.nand_written += written * self.amplifier
+        wear = self._wear_requested.is_set() and self.worn_at is None
+        if wear:
+            self.life_left -= 1
+        self.host.set_response("shannon-status", "scta", shannon_status_p(
+            self.status_p,
+            host_written_bytes=self.host_written,
+            nand_written_bytes=self.nand_written,
+            life_left_percent=self.life_left,
+        ))
+        if wear:
+            self.worn_at = time.time()
+        self.ticks += 1
+
+
+# ------------------------------------------------------------------ one host of the fleet
+
+
+@dataclass
+class LiveHost:
+    """A fake host with its seeded history, its workload and its running agent."""
+
+    name: str
+    host: FakeHost
+    drives: List[dict]
+    seeded: Dict[str, SeededDrive]
+    workload: Optional[Workload] = None
+    agent: Optional[AgentProcess] = None
+
+    def start(self, extra_args: Sequence[str] = FAST_INTERVALS) -> LiveHost:
+        if self.workload is not None:
+            self.workload.start()
+        self.agent = AgentProcess(self.host, list(extra_args))
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        assert self.agent is not None
+        self.agent.wait_ready(timeout)
+
+    @property
+    def target(self) -> str:
+        assert self.agent is not None
+        return f"127.0.0.1:{self.agent.port}"
+
+    def stop(self) -> None:
+        if self.agent is not None:
+            self.agent.stop()
+        if self.workload is not None:
+            self.workload.stop()
+
+
+def prepare_host(
+    name: str,
+    host: FakeHost,
+    write_rates: Optional[Dict[str, float]] = None,
+    now: Optional[float] = None,
+) -> LiveHost:
+    """Read the drives, seed their history and set up the workload; start nothing yet."""
+    drives = read_drives(host)
+    seeded = seed_history(host, drives, now=now, write_rates=write_rates)
+    status_p = (host.root / "responses" / "shannon-status" / "scta.out").read_text()
+    workload = Workload(host, status_p)
+    return LiveHost(name, host, drives, seeded, workload)
