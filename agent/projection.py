@@ -29,6 +29,7 @@ are unix seconds.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, Optional, Tuple
 
 from agent.endurance import RatedEndurance
@@ -281,11 +282,36 @@ def project_all(
         host_rate = history.write_rate(serial, now)
         nand_rate = history.nand_write_rate(serial, now)
         slope = history.life_slope(serial, now)
-    return (
+    projections = (
         project_observed(reading, now, host_rate, nand_rate, min_life_used=min_life_used),
         project_rated(reading, rated, now, host_rate, nand_rate),
         project_trend(slope, reading.life_left_ratio, now),
     )
+    wa = None
+    if host_rate and nand_rate and host_rate > 0:
+        wa = nand_rate / host_rate  # recent amplification: what the next writes will cost
+    if wa is None or wa < 1.0:
+        wa = _write_amplification(reading)
+    return tuple(_in_host_bytes(p, host_rate, wa) for p in projections)
+
+
+def _in_host_bytes(p: Projection, host_rate: Optional[float], wa: Optional[float]) -> Projection:
+    """Exported figures are host bytes whatever domain a method worked in: the write rate is
+    the host rate, and NAND bytes still to go become host bytes through the write
+    amplification. The NAND figures stay in ``inputs`` so the date can still be defended."""
+    changes: Dict[str, object] = {"write_rate_bytes_per_second": host_rate}
+    if p.inputs.get("nand_domain") == 1.0:
+        inputs = dict(p.inputs)
+        if p.write_rate_bytes_per_second is not None:
+            inputs["nand_write_rate_bytes_per_second"] = float(p.write_rate_bytes_per_second)
+        remaining = p.endurance_remaining_bytes
+        if remaining is not None:
+            inputs["nand_endurance_remaining_bytes"] = float(remaining)
+            changes["endurance_remaining_bytes"] = remaining / wa if wa and wa > 0 else None
+            if wa:
+                inputs["write_amplification_used"] = float(wa)
+        changes["inputs"] = inputs
+    return dataclasses.replace(p, **changes)
 
 
 def best(projections) -> Optional[Projection]:

@@ -409,10 +409,8 @@ def test_seeded_history_gives_write_rate_and_projection(fleet):
         assert live.seeded, f"{name}: nothing seeded"
         for seeded in live.seeded.values():
             assert seeded.samples >= 50 and seeded.newest_ts - seeded.oldest_ts > 13 * 86400, seeded
-        # The write rate of the best projection is exported. For the SATA drive that is the
-        # host rate: from the oldest sample in the 7 day window to the agent's own first
-        # reading, the rate its history was seeded with. (For the Shannon cards and the NVMe
-        # drives it is not what the docs promise: see the xfail test below.)
+        # The exported write rate is the host rate: from the oldest sample in the 7 day
+        # window to the agent's own first reading, the rate its history was seeded with.
         for serial in [SDA_SERIAL, SHANNON_SERIAL, WORN_SERIAL]:
             if serial in live.seeded:
                 rate = _value(samples, "ssd_write_rate_bytes_per_second", serial=serial)
@@ -448,13 +446,6 @@ def _nand_counting(live: LiveHost) -> set:
     return {d["serial"] for d in live.drives if d.get("nand_written_bytes")}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent bug: ssd_write_rate_bytes_per_second comes from the best projection, so a drive "
-    "that counts NAND bytes exports its NAND rate, and a drive whose best projection is the trend "
-    "(or that has none) exports no rate at all, "
-    "where docs/metrics.md promises the host write rate from the history",
-)
 def test_write_rate_is_the_host_rate_from_history_for_every_drive(fleet):
     wrong = []
     for name, live in fleet.hosts.items():
@@ -466,12 +457,6 @@ def test_write_rate_is_the_host_rate_from_history_for_every_drive(fleet):
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent bug: for a drive that counts NAND bytes, ssd_endurance_remaining_bytes is NAND "
-    "bytes (capacity x P/E cycles minus NAND written), more than ssd_endurance_rated_bytes, which "
-    "is host bytes",
-)
 def test_remaining_endurance_is_in_host_bytes_like_the_rating(fleet):
     checked = []
     for name in fleet.hosts:

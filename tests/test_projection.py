@@ -127,7 +127,13 @@ def test_seed000_shannon_rated_projection_is_about_200_days():
     # NAND bytes against the NAND rate: (12,000 TB - 48.2 TB) / 659.05 MB/s
     assert rated_p.inputs["nand_domain"] == 1.0
     assert rated_p.inputs["nand_endurance_bytes"] == 12000 * TB
-    assert rated_p.endurance_remaining_bytes == pytest.approx(12000 * TB - 48235.25 * GB)
+    assert rated_p.inputs["nand_endurance_remaining_bytes"] == pytest.approx(12000 * TB - 48235.25 * GB)
+    # ...and exported in host bytes, like the rating and the write rate beside it: NAND bytes
+    # still to go divided by the recent write amplification (659.05 / 646.94 MB/s).
+    wa = nand_rate / host_rate
+    assert rated_p.inputs["write_amplification_used"] == pytest.approx(wa)
+    assert rated_p.endurance_remaining_bytes == pytest.approx((12000 * TB - 48235.25 * GB) / wa)
+    assert rated_p.write_rate_bytes_per_second == pytest.approx(host_rate)
     days = days_from(rated_p, now)
     assert days == pytest.approx(209.9, abs=0.1)
     assert 180 <= days <= 220  # the author's "about 200 days", within 10%
