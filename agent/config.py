@@ -92,6 +92,9 @@ class Config(_Strict):
     tool_kill_grace_seconds: float = Field(2.0, ge=0)
     tool_max_output_bytes: int = Field(8 * 1024 * 1024, gt=1024)
     max_concurrent_probes: int = Field(4, ge=1, le=64)
+    # After this many consecutive polls that found a drive asleep, read it once anyway (it
+    # wakes), like smartd's -n standby,N; 0 never wakes a drive.
+    smartctl_standby_max_skips: int = Field(12, ge=0)
     # When set, device tools run in the privileged probe helper behind this UNIX socket and
     # the agent itself needs no device privileges (see docs/security.md).
     probe_helper_socket: Optional[str] = None

@@ -3,12 +3,37 @@
 Each source runs in its own thread on its own interval (SMART every few minutes, diskstats
 every few seconds), so a slow ``smartctl`` never delays iostat. Every tool call goes through
 the bounded runner; at most ``max_concurrent_probes`` run at once and never two on the same
-device. A probe that outlives SIGKILL (a process in D state) quarantines its device until the
-process is finally gone. After each source run the poller builds a new immutable
+device. After each source run the poller builds a new immutable
 :class:`~agent.model.Snapshot`; HTTP handlers only ever read the current one.
 
 A source that fails for one drive keeps serving that drive's last good values (their age is
 exported); a drive that is no longer discovered leaves the snapshot.
+
+Bounds, and what they do not cover:
+
+* A probe that outlives SIGKILL (a process in D state, which the kernel will not let us reap)
+  quarantines its device: no new probe starts on it until the process is gone, the device is
+  listed in ``ssd_probe_stuck{device}`` and an error is logged. Host-wide calls (``smartctl
+  --version``/``--scan-open``, ``shannon-status -a``) are quarantined the same way under their
+  own name, since ``--scan-open`` opens every device and can hang on any of them.
+* A SMART cycle in the background loop waits at most one interval for its probes. A probe
+  still running then (a drive slower than the others, up to the tool timeout) finishes on its
+  own and its result is applied when it arrives; the next cycle skips that drive instead of
+  queueing a second probe, so one hanging drive never delays the others' data.
+* ``-n standby``: smartctl does not wake a sleeping drive and exits with
+  :data:`collectors.smartctl.STANDBY_EXIT_STATUS`; the drive keeps its last values (their age
+  grows) and ``ssd_standby`` is 1. Like smartd's ``-n standby,N``, after
+  ``smartctl_standby_max_skips`` (default :data:`STANDBY_MAX_SKIPS`) consecutive skips the next
+  read goes without ``--nocheck``, waking the drive once, so its data is never unboundedly
+  stale. 0 turns that off (never wake).
+* A drive that vanishes between discovery and probe (smartctl: "No such device") is an error
+  for that cycle, keeps its last values until the next discovery (which is asked to run early)
+  drops it.
+* Known gaps: the sysfs and procfs reads (block device discovery, write-cache queue files,
+  /proc/diskstats) and the SQLite history run in this process; a driver that hangs a sysfs
+  read, or a hung filesystem under the state directory, blocks that source's thread (only
+  that one: the others and the HTTP side keep running) and Python cannot interrupt it.
+  ``exec`` of a tool on a hung filesystem would block in ``Popen`` the same way.
 """
 
 from __future__ import annotations
@@ -19,9 +44,10 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from agent import projection as projection_mod
 from agent.config import Config
@@ -50,6 +76,19 @@ Runner = Callable[..., ToolResult]
 # smartctl -d types that reach a drive behind a controller: such a drive has no block device
 # of its own (the kernel sees the controller's virtual disk).
 _PASS_THROUGH = ("megaraid", "cciss", "areca", "3ware", "hpt", "aacraid", "sssraid")
+
+# After this many consecutive SMART reads skipped because the drive was in standby, read it once
+# without --nocheck (waking it), as smartd's "-n standby,N" does. At the default 5-minute
+# interval that is one wake-up an hour. Config.smartctl_standby_max_skips overrides it.
+STANDBY_MAX_SKIPS = 12
+
+# Names under which host-wide tool calls are quarantined (they are not one device's probe).
+SCAN_PROBE = "smartctl --scan-open"
+VERSION_PROBE = "smartctl --version"
+SHANNON_LIST_PROBE = "shannon-status -a"
+
+# smartctl's message when the device node is gone (ENODEV/ENOENT on open).
+_VANISHED = ("No such device", "No such file or directory")
 
 
 @dataclass(frozen=True)
@@ -115,16 +154,19 @@ class Poller:
         )
         tools = config.tools
         timeout = config.tool_timeout_seconds
-        self.smartctl = smartctl.SmartctlProbe(tool=tools.smartctl, runner=self._run, timeout=timeout)
+        # The collectors get a runner that notices a stuck tool wherever it runs (the write
+        # cache reader hides its hdparm/nvme results inside the states it returns).
+        watched = self._run_watched
+        self.smartctl = smartctl.SmartctlProbe(tool=tools.smartctl, runner=watched, timeout=timeout)
         self.shannon = shannon.ShannonProbe(
-            tool=tools.shannon_status, runner=self._run, timeout=timeout, sysfs_root=config.paths.sysfs
+            tool=tools.shannon_status, runner=watched, timeout=timeout, sysfs_root=config.paths.sysfs
         )
         self.write_cache = write_cache.WriteCacheReader(
             sysfs_root=config.paths.sysfs,
             hdparm=tools.hdparm,
             nvme=tools.nvme,
             smartctl=tools.smartctl,
-            runner=self._run,
+            runner=watched,
         )
         self.diskstats = diskstats.DiskstatsReader(procfs_root=config.paths.procfs)
         self.history = history if history is not None else self._open_history()
@@ -151,6 +193,14 @@ class Poller:
         self._busy: Dict[str, float] = {}  # device -> start of the probe in flight
         self._stuck: Dict[str, int] = {}  # device -> pid that outlived SIGKILL
         self._problems: Dict[str, str] = {}
+        self._tls = threading.local()  # .device: the device whose probe this thread runs
+        self._smart_inflight: Dict[str, Future] = {}  # target key -> SMART read not finished
+        self._smart_slow: Set[str] = set()  # targets whose last read failed or timed out
+        self._standby_skips: Dict[str, int] = {}  # target key -> consecutive standby skips
+        self._standby_max_skips = int(
+            getattr(config, "smartctl_standby_max_skips", STANDBY_MAX_SKIPS)
+        )
+        self._discover_soon = threading.Event()  # a drive vanished: rediscover early
         self._probe_slots = threading.BoundedSemaphore(config.max_concurrent_probes)
         self._executor = ThreadPoolExecutor(
             max_workers=config.max_concurrent_probes, thread_name_prefix="probe"
@@ -169,7 +219,9 @@ class Poller:
             os.makedirs(state_dir, exist_ok=True)
         except OSError as exc:
             log.error("cannot create state directory %s (%s); history kept in memory", state_dir, exc)
-            return History(None, retention_days=self.config.history_retention_days)
+            history = History(None, retention_days=self.config.history_retention_days)
+            history.healthy = False  # asked for a file and did not get one: ssd_history_healthy 0
+            return history
         return History(path, retention_days=self.config.history_retention_days)
 
     def snapshot(self) -> Snapshot:
@@ -188,7 +240,12 @@ class Poller:
         intervals = self.config.intervals
         plan = [("discovery", intervals.discovery, self.run_discovery)]
         for name in self.config.collectors:
-            plan.append((name, getattr(intervals, name), functools.partial(self._run_source, name)))
+            interval = getattr(intervals, name)
+            if name == "smartctl":
+                fn = functools.partial(self.run_smartctl, budget=interval)
+            else:
+                fn = functools.partial(self._run_source, name)
+            plan.append((name, interval, fn))
         for name, interval, fn in plan:
             t = threading.Thread(
                 target=self._loop, args=(name, interval, fn, name != "discovery"),
@@ -199,14 +256,20 @@ class Poller:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._discover_soon.set()
         for t in self._threads:
             t.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
         self.history.close()
 
     def _loop(self, name: str, interval: float, fn: Callable[[], None], run_now: bool) -> None:
+        # Discovery also wakes early when a probe found its drive gone (stop() sets it too).
+        wake = self._discover_soon if name == "discovery" else self._stop
         if not run_now:
-            if self._stop.wait(interval):
+            wake.wait(interval)
+            if wake is not self._stop:
+                wake.clear()
+            if self._stop.is_set():
                 return
         while not self._stop.is_set():
             started = time.monotonic()
@@ -222,7 +285,10 @@ class Poller:
                     self._rebuild()
             # A little jitter keeps a fleet of agents from probing in lockstep.
             delay = max(0.0, interval - (time.monotonic() - started)) * random.uniform(0.95, 1.05)
-            if self._stop.wait(delay):
+            wake.wait(delay)
+            if wake is not self._stop:
+                wake.clear()
+            if self._stop.is_set():
                 return
 
     def _run_source(self, name: str) -> None:
@@ -239,37 +305,75 @@ class Poller:
         """Run one probe for ``device`` unless a probe is already in flight on it or it is
         quarantined. Returns None when skipped, else what ``fn`` returned."""
         with self._lock:
-            pid = self._stuck.get(device)
-            if pid is not None:
-                if pid in REAPER.pending():
-                    return None
-                del self._stuck[device]
-                self._problems.pop(device, None)
-                log.info("%s: the stuck probe (pid %s) is gone; probing again", device, pid)
+            if self._quarantined(device):
+                return None
             if device in self._busy:
                 return None
             self._busy[device] = time.monotonic()
+        self._tls.device = device
         try:
             with self._probe_slots:
                 result = fn()
         finally:
+            self._tls.device = None
             with self._lock:
                 self._busy.pop(device, None)
         if isinstance(result, ToolResult) and result.stuck:
-            with self._lock:
-                self._stuck[device] = result.pid or -1
-                self._problems[device] = "probe stuck: " + result.describe()
-            log.error("%s: %s %s; device quarantined until it exits", device, result.argv[0], result.describe())
+            self._mark_stuck(device, result)  # a runner passed in that bypasses _run_watched
         return result
 
-    def _finish(self, name: str, started: float, errors: Sequence[str]) -> None:
+    def _run_watched(self, argv: Sequence[str], **kwargs: Any) -> ToolResult:
+        """The runner every collector uses: ``self._run`` plus stuck-process bookkeeping."""
+        result = self._run(argv, **kwargs)
+        if result.stuck:
+            device = getattr(self._tls, "device", None) or str(argv[0])
+            self._mark_stuck(device, result)
+        return result
+
+    def _mark_stuck(self, device: str, result: ToolResult) -> None:
         with self._lock:
+            if self._stuck.get(device) == (result.pid or -1):
+                return
+            self._stuck[device] = result.pid or -1
+            self._problems[device] = "probe stuck: " + result.describe()
+        log.error(
+            "%s: %s (pid %s) %s; device quarantined until it exits",
+            device, result.argv[0] if result.argv else "tool", result.pid, result.describe(),
+        )
+
+    def _quarantined(self, device: str) -> bool:
+        """Whether ``device`` waits for a stuck process; releases it once the reaper has it.
+        Caller holds the lock."""
+        pid = self._stuck.get(device)
+        if pid is None:
+            return False
+        if pid in REAPER.pending():
+            return True
+        del self._stuck[device]
+        self._problems.pop(device, None)
+        log.info("%s: the stuck probe (pid %s) is gone; probing again", device, pid)
+        return False
+
+    def _release_finished(self) -> None:
+        """Lift the quarantine of every device whose stuck process is gone. Caller holds the
+        lock."""
+        for device in list(self._stuck):
+            self._quarantined(device)
+
+    def _finish(self, name: str, started: float, errors: Sequence[str],
+                unread: Sequence[str] = ()) -> None:
+        """Record a source run. ``errors`` are failed probes and parses (counted); ``unread``
+        are drives not probed because they are quarantined: the run is not a success, but no
+        probe failed, so the error counter does not grow every cycle."""
+        with self._lock:
+            self._release_finished()
             src = self._sources[name]
             src.ran = True
             src.duration = time.monotonic() - started
             src.last_run = self.clock()
-            src.success = not errors
-            src.error = "; ".join(errors[:5]) if errors else None
+            src.success = not errors and not unread
+            shown = list(errors) + list(unread)
+            src.error = "; ".join(shown[:5]) if shown else None
             src.errors_total += len(errors)
             self._rebuild()
 
@@ -280,12 +384,14 @@ class Poller:
         errors: List[str] = []
         block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs)}
         targets: List[SmartTarget] = []
+        scanned = False
         if "smartctl" in self.config.collectors:
             if self._smart_json is None:
                 self._smart_json = self._detect_smartctl_json()
-            result = self.smartctl.scan(json_output=bool(self._smart_json))
-            if result.error:
-                errors.append(f"smartctl scan: {result.describe()}")
+            json_scan = bool(self._smart_json)
+            result = self._probe(SCAN_PROBE, lambda: self.smartctl.scan(json_output=json_scan))
+            if result is None:
+                errors.append("smartctl scan: skipped, an earlier scan is stuck")
             elif not result.ok_to_parse:
                 errors.append(f"smartctl scan: {result.describe()}")
             else:
@@ -295,8 +401,13 @@ class Poller:
                     else:
                         entries = smartctl.parse_scan_text(result.stdout.decode("utf-8", "replace"))
                     targets = [SmartTarget(e.name, e.type) for e in entries]
+                    scanned = True
                 except ParseError as exc:
                     errors.append(f"smartctl scan: {exc}")
+            if not scanned:
+                # A failed scan says nothing about which drives are gone: keep the known ones.
+                with self._lock:
+                    targets = list(self._smart_targets)
             for extra in self.config.smartctl_devices:
                 dev, _, typ = extra.partition(":")
                 targets.append(SmartTarget(dev, typ or None))
@@ -311,20 +422,24 @@ class Poller:
             log.warning("discovery: %s", e)
         with self._lock:
             self._block = block
-            if not errors or targets:
+            if scanned or targets:
                 self._smart_targets = targets
                 known = {t.key for t in targets}
-                for key in list(self._smart):
+                for key in set(self._smart) | set(self._smart_notes):
                     if key not in known:
-                        log.info("%s is no longer discovered; dropping it", key)
+                        if key in self._smart:
+                            log.info("%s is no longer discovered; dropping it", key)
                         self._smart.pop(key, None)
                         self._smart_time.pop(key, None)
+                        self._smart_notes.pop(key, None)
+                        self._standby_skips.pop(key, None)
+                        self._smart_slow.discard(key)
         self._finish("discovery", started, errors)
 
     def _detect_smartctl_json(self) -> Optional[bool]:
         """smartctl has JSON output from 7.0; older hosts get the text parser."""
-        result = self.smartctl.version()
-        if not result.ok_to_parse:
+        result = self._probe(VERSION_PROBE, self.smartctl.version)
+        if result is None or not result.ok_to_parse:
             return None
         self._smart_version = smartctl.smartctl_version(result.stdout)
         if self._smart_version is None:
@@ -333,63 +448,150 @@ class Poller:
 
     # ------------------------------------------------------------------ smartctl
 
-    def run_smartctl(self) -> None:
+    def run_smartctl(self, budget: Optional[float] = None) -> None:
+        """Read SMART from every target. ``budget`` is how long to wait for the reads (the
+        background loop passes its interval); a read still running then is applied when it
+        finishes and its drive is skipped by the next cycles until it has. ``None`` waits for
+        every read (``ssdfleet collect``, tests)."""
         started = time.monotonic()
+        now = self.clock()
         with self._lock:
             targets = list(self._smart_targets)
+            running = {key for key, f in self._smart_inflight.items() if not f.done()}
+            slow = set(self._smart_slow)
         if self._smart_json is None:
             self._smart_json = self._detect_smartctl_json()
         use_json = self._smart_json is not False
-        futures = {
-            t.key: self._executor.submit(self._read_smart, t, use_json) for t in targets
-        }
-        errors: List[str] = []
-        now = self.clock()
-        updates: Dict[str, DriveReading] = {}
-        notes: Dict[str, str] = {}
+        # Drives that failed or timed out last time go to the back of the queue, so they do
+        # not hold the probe slots while healthy drives wait.
+        targets.sort(key=lambda t: t.key in slow)
+        futures: Dict[str, Future] = {}
+        # Not an error (the late read reports its own outcome), but not a fresh read either:
+        # the cycle is not a success while a drive's data is this late.
+        unread: List[str] = []
         for t in targets:
-            try:
-                outcome, value = futures[t.key].result()
-            except Exception as exc:  # defensive: a parser bug is one drive's error
-                log.exception("smartctl %s: unexpected error", t.key)
-                outcome, value = "error", f"internal error: {exc}"
-            if outcome == "ok":
-                updates[t.key] = value
-            elif outcome in ("nodata", "standby", "busy"):
-                notes[t.key] = value
-                log.debug("smartctl %s: %s", t.key, value)
-            else:
-                errors.append(f"{t.key}: {value}")
-                log.warning("smartctl %s: %s", t.key, value)
+            if t.key in running:
+                log.debug("smartctl %s: the previous read has not finished; not queueing another", t.key)
+                unread.append(f"{t.key}: the previous read has not finished")
+                continue
+            if self._stop.is_set():
+                break
+            futures[t.key] = self._executor.submit(self._read_smart, t, use_json)
         with self._lock:
-            for key, reading in updates.items():
-                self._smart[key] = reading
-                self._smart_time[key] = now
-                self._smart_notes.pop(key, None)
-            for key, note in notes.items():
-                self._smart_notes[key] = note
-                if note.startswith("standby") and key in self._smart:
-                    self._smart[key] = self._smart[key].replace(power_state="standby")
-        for reading in updates.values():
-            self.history.record(reading.identity, now, reading)
+            self._smart_inflight.update(futures)
+        done, _ = wait_futures(list(futures.values()), timeout=budget)
+        errors: List[str] = []
+        for t in targets:
+            fut = futures.get(t.key)
+            if fut is None:
+                continue
+            if fut in done:
+                error, skipped = self._apply_smart(t, fut, now)
+                if error:
+                    errors.append(error)
+                if skipped:
+                    unread.append(skipped)
+            else:
+                unread.append(f"{t.key}: still reading after {budget:.0f}s")
+                fut.add_done_callback(functools.partial(self._apply_late_smart, t))
         self._note_history()
-        self._finish("smartctl", started, errors)
+        self._finish("smartctl", started, errors, unread)
+
+    def _apply_late_smart(self, target: SmartTarget, fut: Future) -> None:
+        """A read that outlasted its cycle: apply it now and count its error, if any."""
+        if fut.cancelled():
+            return
+        error, _ = self._apply_smart(target, fut, self.clock())
+        with self._lock:
+            if error:
+                src = self._sources["smartctl"]
+                src.success = False
+                src.error = error
+                src.errors_total += 1
+            self._rebuild()
+
+    def _apply_smart(self, target: SmartTarget, fut: Future, when: float) -> Tuple[Optional[str], Optional[str]]:
+        """Fold one finished read into the poller's state. Returns (error, unread): an error
+        message for ``ssd_collector_errors``, or a note that the drive was not read because
+        it is quarantined."""
+        key = target.key
+        try:
+            outcome, value = fut.result()
+        except Exception as exc:  # defensive: a parser bug is one drive's error
+            log.error("smartctl %s: unexpected error", key, exc_info=exc)
+            outcome, value = "error", f"internal error: {exc}"
+        error: Optional[str] = None
+        unread: Optional[str] = None
+        with self._lock:
+            if self._smart_inflight.get(key) is fut:
+                del self._smart_inflight[key]
+            if outcome == "ok":
+                assert isinstance(value, DriveReading)
+                self._smart[key] = value
+                self._smart_time[key] = when
+                self._smart_notes.pop(key, None)
+                self._standby_skips.pop(key, None)
+                self._smart_slow.discard(key)
+            else:
+                self._smart_notes[key] = str(value)
+                if outcome == "standby":
+                    self._standby_skips[key] = self._standby_skips.get(key, 0) + 1
+                    if key in self._smart:
+                        self._smart[key] = self._smart[key].replace(power_state="standby")
+                elif outcome == "quarantined":
+                    unread = f"{key}: {value}"
+                elif outcome == "gone":
+                    # Keep the last values until discovery confirms the drive is gone.
+                    error = f"{key}: {value}"
+                    self._discover_soon.set()
+                elif outcome in ("error",):
+                    error = f"{key}: {value}"
+                    self._smart_slow.add(key)
+        if outcome == "ok":
+            self.history.record(value.identity, when, value)
+        elif outcome in ("nodata", "standby", "busy", "quarantined"):
+            log.debug("smartctl %s: %s", key, value)
+        else:
+            log.warning("smartctl %s: %s", key, value)
+        return error, unread
 
     def _read_smart(self, target: SmartTarget, use_json: bool) -> Tuple[str, object]:
         argv = self.smartctl.read_argv(target.device, target.dev_type or "auto")
         if not use_json:
             # smartmontools before 7.0: same sections as plain text; the SSD log page needs 6.0
             old = self._smart_version is not None and self._smart_version < (6, 0)
-            argv = [a for a in argv if a != "--json=c" and not (old and a == "--log=ssd")]
-        result = self._probe(target.label, lambda: self._run(argv, timeout=self.config.tool_timeout_seconds))
+            argv = [a for a in argv if a != "--json=c" and not (old and a in smartctl.OLD_SMARTCTL_DROPS)]
+        wake = False
+        with self._lock:
+            limit = self._standby_max_skips
+            skipped = self._standby_skips.get(target.key, 0)
+            if limit > 0 and skipped >= limit:
+                # Reset now, whatever this read brings: at most one wake-up per N cycles.
+                wake = True
+                self._standby_skips[target.key] = 0
+        if wake:
+            argv = [a for a in argv if not a.startswith("--nocheck")]
+            log.info("smartctl %s: in standby for %d reads; reading once without --nocheck (wakes it)",
+                     target.key, skipped)
+        result = self._probe(
+            target.label, lambda: self._run_watched(argv, timeout=self.config.tool_timeout_seconds)
+        )
         if result is None:
-            return "busy", "skipped: a probe is in flight or the device is quarantined"
+            with self._lock:
+                stuck = target.label in self._stuck
+            if stuck:
+                return "quarantined", "not probed: quarantined behind a stuck probe"
+            return "busy", "skipped: another probe is in flight on this device"
         if result.error:
             return "error", result.describe()
         if self.smartctl.is_standby(result):
             return "standby", "standby: not woken"
         if not result.ok_to_parse:
             return "error", result.describe()
+        if result.exit_code is not None and result.exit_code & 0x02:
+            said = result.stdout[-4096:] + result.stderr[-4096:]
+            if any(v.encode() in said for v in _VANISHED):
+                return "gone", f"device vanished (exit status {result.exit_code}: no such device)"
         try:
             if use_json:
                 reading = smartctl.parse_smartctl_json(result.stdout, device=target.device)
@@ -398,6 +600,10 @@ class Poller:
                     result.stdout.decode("utf-8", "replace"), device=target.device
                 )
         except smartctl.NoSmartData as exc:
+            if result.exit_code is not None and result.exit_code & smartctl.NO_DATA_BITS:
+                # Bit 0: smartctl rejected our command line; bit 1: it could not open or
+                # identify a drive that discovery found. Both need a person: count them.
+                return "error", f"no SMART data: {exc}"
             return "nodata", f"no SMART data: {exc}"
         except ParseError as exc:
             return "error", f"unreadable output ({result.describe()}): {exc}"
@@ -406,6 +612,9 @@ class Poller:
             block_device=block,
             device_type=reading.device_type or target.dev_type,
             power_state="active",
+            tool_exit_status=(
+                reading.tool_exit_status if reading.tool_exit_status is not None else result.exit_code
+            ),
         )
 
     # ------------------------------------------------------------------ shannon
@@ -416,9 +625,11 @@ class Poller:
         now = self.clock()
         with self._lock:
             has_cards = any(b.transport == "shannon" for b in self._block.values())
-        listing = self.shannon.list_cards()
+        listing = self._probe(SHANNON_LIST_PROBE, self.shannon.list_cards)
         cards: Dict[str, DriveReading] = {}
-        if listing.error:
+        if listing is None:
+            errors.append("shannon-status -a: skipped, an earlier call is stuck")
+        elif listing.error:
             if has_cards:
                 errors.append(f"shannon-status: {listing.describe()}")
             else:

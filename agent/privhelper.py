@@ -258,7 +258,11 @@ class Validator:
             # pages before 6.0.
             text = [a for a in full if a != "--json=c"]
             old = [a for a in text if a not in OLD_SMARTCTL_DROPS]
-            for variant in (full, text, old):
+            variants = [full, text, old]
+            # After many standby skips the poller reads once without --nocheck (as smartd's
+            # -n standby,N does), so a sleeping drive's data does not go stale for ever.
+            variants += [[a for a in v if not a.startswith("--nocheck=")] for v in (full, text, old)]
+            for variant in variants:
                 if variant not in candidates:
                     candidates.append(variant)
         return self._match("smartctl", "read", args, candidates, name)

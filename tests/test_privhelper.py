@@ -374,7 +374,9 @@ def test_agent_end_to_end_through_the_helper(tmp_path, sockdir):
         assert value(s, "ssd_media_errors_total", serial=NVME1_SERIAL) == 7
         assert value(s, "ssd_smart_healthy", serial=SDA_SERIAL) == 1
         # hdparm -W through the helper too.
-        wait_for(lambda: value(scrape(agent), "ssd_write_cache_enabled", serial=SDA_SERIAL) == 1)
+        # Wait for hdparm's own answer: sysfs alone already gives an enabled cache.
+        wait_for(lambda: value(scrape(agent), "ssd_write_cache_state", serial=SDA_SERIAL,
+                               source="hdparm", state="enabled") == 1)
         for collector in ("smartctl", "shannon", "discovery"):
             assert value(scrape(agent), "ssd_collector_success", collector=collector) == 1, collector
         assert "refused" not in helper.log(), helper.log()

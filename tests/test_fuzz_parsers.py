@@ -1,0 +1,311 @@
+"""Property tests of every parser: no input makes one raise anything but its own error.
+
+Two kinds of input per parser: arbitrary bytes or text, and real captures from tests/fixtures
+mutated the way broken tools and broken pipes mangle output (byte flips, deleted, duplicated
+and truncated lines, numbers replaced by huge, negative, fractional or non-numbers). The only
+exception allowed out is the parser's documented one: ``ParseError`` (``NoSmartData`` is a
+subclass) for the collectors, ``WebConfigError`` for the web config. Anything else would be a
+crash in the poller's thread or a failed scrape.
+
+The number of examples each parser saw is printed at the end of the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent.model import ParseError
+from agent.webconfig import WebConfigError, parse_web_config
+from collectors import blockdev, diskstats, shannon, smartctl, smartctl_text, write_cache
+from tests.conftest import FIXTURES, fixture_files, read_fixture
+
+# SSDFLEET_FUZZ_SCALE=10 runs ten times the examples (a longer hunt than the test suite's).
+SCALE = float(os.environ.get("SSDFLEET_FUZZ_SCALE", "1"))
+MUTATED = settings(max_examples=int(200 * SCALE), deadline=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+ARBITRARY = settings(max_examples=int(100 * SCALE), deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+EXAMPLES: Counter = Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts(pytestconfig):
+    yield
+    lines = [f"  {name}: {count} examples" for name, count in sorted(EXAMPLES.items())]
+    text = "\nparser fuzz examples run:\n" + "\n".join(lines) + f"\n  total: {sum(EXAMPLES.values())}"
+    # Shown without -s: step outside pytest's output capture for this one report.
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        with capture.global_and_fixture_disabled():
+            print(text)
+    else:
+        print(text)
+
+
+def _files(folder: str, suffix: str = "") -> List[bytes]:
+    return [p.read_bytes() for p in fixture_files(folder, suffix)]
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")  # as the poller decodes tool output
+
+
+# ----------------------------------------------------------------------------- seeds
+
+SMARTCTL_JSON = [d for d in _files("smartctl-json", ".json") if b'"devices"' not in d[:2000]]
+SCAN_JSON = [read_fixture("fakehost/telegraf__testcases_scan_all.json")] + [
+    d for d in _files("smartctl-json", ".json") if b'"devices"' in d
+]
+SMARTCTL_TEXT = _files("smartctl-text", ".txt")
+SCAN_TEXT = [
+    b"/dev/sda -d scsi # /dev/sda, SCSI device\n/dev/sdb -d sat # /dev/sdb [SAT], ATA device\n"
+    b"/dev/nvme0 -d nvme # /dev/nvme0, NVMe device\n/dev/bus/0 -d megaraid,0 # /dev/bus/0 [megaraid_disk_00], SCSI device\n"
+]
+SHANNON_P = [read_fixture("shannon/seed000__status-p_scta_9h.txt"),
+             read_fixture("shannon/constructed__status-p-a_gen2_two_cards.txt")]
+SHANNON_A = [read_fixture("shannon/seed000__status-a_9h.txt"),
+             read_fixture("shannon/seed000__status-a_21h_body.txt"),
+             read_fixture("shannon/constructed__status-a_two_cards.txt")]
+HDPARM = _files("write-cache/hdparm", ".out")
+NVME_VWC = _files("write-cache/nvme")
+SMARTCTL_WCACHE = _files("write-cache/smartctl", ".json")
+SYSFS_WCACHE = [b"write back\n", b"write through\n", b"write back\n\n"]
+SCSI_CACHE_TYPE = [read_fixture(p.relative_to(FIXTURES).as_posix())
+                   for p in sorted((FIXTURES / "write-cache/sysfs").rglob("cache_type"))]
+DISKSTATS = _files("iostat/proc-diskstats")
+WEBCONFIG_DIR = FIXTURES / "webconfig"
+WEBCONFIG = _files("webconfig", ".yml")
+
+
+def _sysfs_tree(root: Path) -> Dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+SHANNON_SYSFS = [
+    {rel.split("/", 1)[1]: text for rel, text in _sysfs_tree(d).items() if rel.startswith("shannon/")}
+    for d in sorted((FIXTURES / "shannon/sysfs/class/block").iterdir())
+]
+for _d in sorted((FIXTURES / "shannon/sysfs/class/block").iterdir()):
+    for _p in _d.rglob("*"):
+        if _p.is_file():
+            read_fixture(_p.relative_to(FIXTURES).as_posix())  # recorded as used
+BLOCK_FILES = [
+    {"size": "976773168\n", "queue/rotational": "0\n", "device/model": "Samsung SSD 860 EVO 500GB\n",
+     "device/serial": "S3YZNB0KB00864E\n", "device/vendor": "ATA     \n", "device/wwid": "naa.5002538e40a0b51d\n",
+     "device/rev": "RVT01B6Q\n", "removable": "0\n"},
+    {"size": "2000409264\n", "queue/rotational": "0\n", "device/model": "INTEL SSDPEKNW010T8\n",
+     "device/serial": "BTNH93710FS91P0B\n", "device/firmware_rev": "002C\n"},
+]
+
+
+# ----------------------------------------------------------------------------- mutations
+
+_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?")
+_REPLACEMENTS = [b"0", b"-1", b"-0", b"1.5", b"18446744073709551616", b"1e308", b"1e999", b"NaN",
+                 b"99999999999999999999999999999999", b"0x1F", b"", b"--", b"\xff", b"1,000"]
+
+
+@st.composite
+def mutated(draw, seeds: Sequence[bytes]) -> bytes:
+    data = bytearray(draw(st.sampled_from(list(seeds))))
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["flip", "delete_line", "dup_line", "truncate", "number", "insert"]))
+        if kind == "flip" and data:
+            i = draw(st.integers(0, len(data) - 1))
+            data[i] ^= 1 << draw(st.integers(0, 7))
+        elif kind in ("delete_line", "dup_line"):
+            lines = bytes(data).split(b"\n")
+            i = draw(st.integers(0, len(lines) - 1))
+            if kind == "delete_line":
+                del lines[i]
+            else:
+                lines.insert(i, lines[i])
+            data = bytearray(b"\n".join(lines))
+        elif kind == "truncate" and data:
+            data = data[: draw(st.integers(0, len(data)))]
+        elif kind == "number":
+            found = list(_NUMBER.finditer(bytes(data)))
+            if found:
+                m = found[draw(st.integers(0, len(found) - 1))]
+                new = draw(st.sampled_from(_REPLACEMENTS) | st.binary(max_size=6))
+                data[m.start():m.end()] = new
+        elif kind == "insert":
+            i = draw(st.integers(0, len(data)))
+            data[i:i] = draw(st.binary(max_size=16) | st.sampled_from([b"\n", b": ", b"=", b"\t", b"{", b"]"]))
+    return bytes(data)
+
+
+_JSON_LEAF = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+              | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12))
+JSON_VALUE = st.recursive(
+    _JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> List[tuple]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+@st.composite
+def mutated_doc(draw, seeds: Sequence[bytes]) -> Any:
+    """A real smartctl JSON document with values at random paths replaced by any JSON."""
+    doc = json.loads(draw(st.sampled_from(list(seeds))))
+    for _ in range(draw(st.integers(1, 5))):
+        paths = _paths(doc)
+        path = draw(st.sampled_from(paths))
+        new = draw(JSON_VALUE)
+        if not path:
+            doc = new
+            continue
+        parent = doc
+        for step in path[:-1]:
+            parent = parent[step]
+        if draw(st.booleans()) and isinstance(parent, dict):
+            parent.pop(path[-1], None)
+        else:
+            parent[path[-1]] = new
+    return doc
+
+
+@st.composite
+def mutated_files(draw, seeds: Sequence[Mapping[str, str]]) -> Dict[str, str]:
+    files = dict(draw(st.sampled_from(list(seeds))))
+    for name in list(files):
+        choice = draw(st.integers(0, 5))
+        if choice == 0:
+            del files[name]
+        elif choice == 1:
+            files[name] = _text(draw(mutated([files[name].encode()])))
+        elif choice == 2:
+            files[name] = draw(st.text(max_size=20))
+    return files
+
+
+# ----------------------------------------------------------------------------- the table
+
+def _call_str(fn: Callable[[str], Any]) -> Callable[[bytes], Any]:
+    return lambda data: fn(_text(data))
+
+
+PARSERS: Dict[str, tuple] = {
+    # name: (function of bytes, seeds, allowed exception)
+    "smartctl.parse_smartctl_json": (smartctl.parse_smartctl_json, SMARTCTL_JSON, ParseError),
+    "smartctl.parse_scan_json": (smartctl.parse_scan_json, SCAN_JSON, ParseError),
+    "smartctl.parse_scan_text": (smartctl.parse_scan_text, SCAN_TEXT, ParseError),
+    "smartctl_text.parse_smartctl_text": (_call_str(smartctl_text.parse_smartctl_text), SMARTCTL_TEXT, ParseError),
+    "smartctl_text.parse_smartctl_text_reading": (
+        _call_str(smartctl_text.parse_smartctl_text_reading), SMARTCTL_TEXT, ParseError),
+    "shannon.parse_status_p": (_call_str(shannon.parse_status_p), SHANNON_P, ParseError),
+    "shannon.parse_status_a": (_call_str(shannon.parse_status_a), SHANNON_A, ParseError),
+    "shannon.parse_card_list": (_call_str(shannon.parse_card_list), SHANNON_A, ParseError),
+    "write_cache.parse_hdparm_w": (_call_str(write_cache.parse_hdparm_w), HDPARM, ParseError),
+    "write_cache.parse_hdparm_w_multi": (_call_str(write_cache.parse_hdparm_w_multi), HDPARM, ParseError),
+    "write_cache.parse_sysfs_write_cache": (_call_str(write_cache.parse_sysfs_write_cache), SYSFS_WCACHE, ParseError),
+    "write_cache.parse_scsi_cache_type": (_call_str(write_cache.parse_scsi_cache_type), SCSI_CACHE_TYPE, ParseError),
+    "write_cache.parse_nvme_feature_vwc": (_call_str(write_cache.parse_nvme_feature_vwc), NVME_VWC, ParseError),
+    "write_cache.parse_smartctl_wcache_json": (write_cache.parse_smartctl_wcache_json, SMARTCTL_WCACHE, ParseError),
+    "diskstats.parse_diskstats": (_call_str(diskstats.parse_diskstats), DISKSTATS, ParseError),
+    "diskstats.parse_diskstats_snapshots": (_call_str(diskstats.parse_diskstats_snapshots), DISKSTATS, ParseError),
+    "webconfig.parse_web_config": (
+        _call_str(lambda text: parse_web_config(text, str(WEBCONFIG_DIR))), WEBCONFIG, WebConfigError),
+}
+
+
+def _check(name: str, fn: Callable[[Any], Any], data: Any, allowed: type) -> None:
+    EXAMPLES[name] += 1
+    try:
+        fn(data)
+    except allowed:
+        pass  # the parser's own, clear refusal
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_mutated_real_input(name):
+    fn, seeds, allowed = PARSERS[name]
+    assert seeds, f"no fixture seeds for {name}"
+
+    @MUTATED
+    @given(data=mutated(seeds))
+    def run(data: bytes) -> None:
+        _check(name, fn, data, allowed)
+
+    run()
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_arbitrary_input(name):
+    fn, _, allowed = PARSERS[name]
+
+    @ARBITRARY
+    @given(data=st.binary(max_size=2000) | st.text(max_size=400).map(str.encode))
+    def run(data: bytes) -> None:
+        _check(name, fn, data, allowed)
+
+    run()
+
+
+@MUTATED
+@given(doc=mutated_doc(SMARTCTL_JSON))
+def test_normalise_smartctl_structurally_mutated(doc):
+    _check("smartctl.normalise_smartctl", smartctl.normalise_smartctl, doc, ParseError)
+    # The same document through the JSON entry point, as the poller calls it.
+    _check("smartctl.parse_smartctl_json(doc)", smartctl.parse_smartctl_json,
+           json.dumps(doc, allow_nan=True), ParseError)
+
+
+@ARBITRARY
+@given(doc=JSON_VALUE)
+def test_normalise_smartctl_arbitrary_json(doc):
+    if isinstance(doc, dict):
+        _check("smartctl.normalise_smartctl", smartctl.normalise_smartctl, doc, ParseError)
+    _check("smartctl.parse_smartctl_json(doc)", smartctl.parse_smartctl_json, json.dumps(doc), ParseError)
+
+
+@MUTATED
+@given(doc=mutated_doc(SMARTCTL_WCACHE))
+def test_smartctl_wcache_mapping_mutated(doc):
+    if isinstance(doc, dict):
+        _check("write_cache.parse_smartctl_wcache_json(mapping)", write_cache.parse_smartctl_wcache_json,
+               doc, ParseError)
+
+
+@MUTATED
+@given(files=mutated_files(SHANNON_SYSFS), name=st.sampled_from(["dfa", "dfb"]) | st.text(max_size=6))
+def test_shannon_sysfs_mutated(files, name):
+    _check("shannon.parse_sysfs", lambda f: shannon.parse_sysfs(f, name), files, ParseError)
+
+
+@MUTATED
+@given(files=mutated_files(BLOCK_FILES), name=st.sampled_from(["sda", "nvme0n1", "dfa"]) | st.text(max_size=6))
+def test_block_device_mutated(files, name):
+    _check("blockdev.parse_block_device", lambda f: blockdev.parse_block_device(name, f), files, ParseError)
+
+
+@ARBITRARY
+@given(files=st.dictionaries(st.sampled_from(["size", "queue/rotational", "device/model", "device/serial",
+                                              "device/wwid", "removable", "serial_number",
+                                              "estimated_life_left", "temperature_int", "access_mode",
+                                              "host_write_sectors", "overprovision"]),
+                             st.text(max_size=30), max_size=8))
+def test_sysfs_parsers_arbitrary_files(files):
+    _check("blockdev.parse_block_device", lambda f: blockdev.parse_block_device("sda", f), files, ParseError)
+    _check("shannon.parse_sysfs", lambda f: shannon.parse_sysfs(f, "dfa"), files, ParseError)
