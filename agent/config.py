@@ -66,7 +66,10 @@ class WriteCacheRule(_Strict):
     @classmethod
     def _regex(cls, v: Optional[str]) -> Optional[str]:
         if v is not None:
-            re.compile(v)
+            try:
+                re.compile(v)
+            except re.error as exc:  # not a ValueError: pydantic would let it escape
+                raise ValueError(f"not a regular expression: {exc}") from None
         return v
 
 
@@ -123,7 +126,7 @@ class Config(_Strict):
 
     def listen_host_port(self):
         host, _, port = self.listen_address.rpartition(":")
-        if not port.isdigit():
+        if not (port.isascii() and port.isdigit()):
             raise ConfigError(f"listen_address {self.listen_address!r} needs a port")
         host = host.strip("[]") or "0.0.0.0"
         return host, int(port)

@@ -65,7 +65,7 @@ def parse_block_device(name: str, files: Mapping[str, str]) -> BlockDevice:
     size_text = _clean(files.get("size"))
     size: Optional[int] = None
     if size_text is not None:
-        if not size_text.isdigit():
+        if not re.fullmatch(r"[0-9]+", size_text):  # str.isdigit() also accepts "²"
             raise ParseError(f"{name}/size: not a number: {size_text!r}")
         size = int(size_text) * SECTOR_BYTES
     rot_text = _clean(files.get("queue/rotational"))

@@ -110,7 +110,7 @@ def _count(value: Any, key: str, what: str) -> int:
         if not value.is_integer():
             raise ParseError(f"{what}: {key} is not a whole number: {value!r}")
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         number = int(value.strip())
     else:
         raise ParseError(f"{what}: {key} is not a number: {value!r}")
@@ -425,7 +425,7 @@ def id_ctrl_identity(fields: Dict[str, str]) -> Dict[str, Any]:
 
     def kelvin(key: str) -> Optional[int]:
         raw = fields.get(key, "0").strip()
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()):
             raise ParseError(f"nvme id-ctrl: {key} is not a number: {raw!r}")
         return int(raw) - KELVIN_OFFSET if int(raw) else None
 
@@ -453,7 +453,7 @@ class IntelSmartEntry:
 
     @property
     def raw_int(self) -> Optional[int]:
-        return int(self.raw) if self.raw.isdigit() else None
+        return int(self.raw) if self.raw.isascii() and self.raw.isdigit() else None
 
 
 # older nvme-cli: "program_fail_count              : 100%       0"

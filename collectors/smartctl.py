@@ -100,7 +100,7 @@ def _big_counter(log: Dict[str, Any], key: str, path: str) -> Optional[int]:
     ``KEY_le`` (little-endian byte array) beyond 64 bits; prefer those exact forms."""
     text = log.get(key + "_s")
     if text is not None:
-        if not isinstance(text, str) or not text.strip().isdigit():
+        if not isinstance(text, str) or not (text.strip().isascii() and text.strip().isdigit()):
             raise ParseError(f"smartctl JSON: {path}.{key}_s is not a decimal string: {text!r}")
         return int(text)
     little = log.get(key + "_le")

@@ -55,3 +55,29 @@ def fixtures_dir() -> Path:
 
 def pytest_configure(config):
     os.environ.setdefault("LC_ALL", "C")
+
+
+def all_fixture_files():
+    """Every committed fixture file (relative to tests/fixtures), PROVENANCE tables excepted."""
+    return sorted(
+        p.relative_to(FIXTURES).as_posix()
+        for p in FIXTURES.rglob("*")
+        if p.is_file() and p.name != "PROVENANCE.tsv" and "__pycache__" not in p.parts
+    )
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With SSDFLEET_CHECK_FIXTURES=1 (CI runs the whole suite so), fail the run when a
+    committed fixture was not loaded by any test: a fixture nobody reads proves nothing."""
+    if os.environ.get("SSDFLEET_CHECK_FIXTURES") != "1" or exitstatus != 0:
+        return
+    unused = [f for f in all_fixture_files() if f not in _USED]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if unused:
+        if reporter:
+            reporter.write_line(f"fixtures loaded by no test ({len(unused)}):", red=True)
+            for f in unused[:50]:
+                reporter.write_line(f"  {f}")
+        session.exitstatus = 1
+    elif reporter:
+        reporter.write_line(f"fixtures: all {len(all_fixture_files())} committed files were loaded by a test")
