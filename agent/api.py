@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
 from agent import __version__
-from agent.metrics import make_registry, render
+from agent.metrics import Exposition
 from agent.model import Snapshot
 from agent.views import DriveView, snapshot_views, worst
 
@@ -47,11 +47,14 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     /api/v1/drives, so ``ssdfleet status --drive`` can show them. The lookup uses the serials
     already in the snapshot: no request input reaches it."""
     app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
-    registry = make_registry(get_snapshot)
+    exposition = Exposition(get_snapshot, clock=clock)
+    # The agent hands each new snapshot to exposition.prepare (Poller.add_listener), so a
+    # scrape finds the text already rendered.
+    app.state.exposition = exposition
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(render(registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     def healthz() -> Dict[str, Any]:

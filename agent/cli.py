@@ -123,6 +123,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         def page(snap, now):
             return render_page(snap, now, history=poller.history)
     app = create_app(poller.snapshot, page=page, history=poller.history)
+    poller.add_listener(app.state.exposition.prepare)
     if web is not None:
         app = webconfig.secure_app(app, web)
     log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",

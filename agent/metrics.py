@@ -1,16 +1,18 @@
 """Prometheus exposition of the current snapshot.
 
-:class:`SnapshotCollector` builds fresh metric families from the immutable snapshot on every
-scrape. It does no I/O and keeps no state between scrapes, so a drive that left the snapshot
-simply stops appearing. The values are cached by design (SMART is polled every few minutes):
-``ssd_data_age_seconds`` says how old they are.
+:func:`drive_families` and :func:`agent_families` build metric families from the immutable
+snapshot; they do no I/O, so a drive that left the snapshot simply stops appearing.
+:class:`Exposition` renders them once per snapshot for /metrics; :class:`SnapshotCollector`
+wraps them in a registry for tests. The values are cached by design (SMART is polled every
+few minutes): ``ssd_data_age_seconds`` says how old they are.
 """
 
 from __future__ import annotations
 
 import platform
+import threading
 import time
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
@@ -54,12 +56,91 @@ class SnapshotCollector(Collector):
 
     def collect(self):
         snap = self._get()
-        now = self._clock()
-        yield from drive_families(snap.drives, now)
+        yield from drive_families(snap.drives)
+        yield data_age_family(snap.drives, self._clock())
         yield from agent_families(snap)
 
 
-def drive_families(drives: Iterable[Drive], now: float) -> List:
+class _Families:
+    """What ``generate_latest`` needs of a registry: something with ``collect()``."""
+
+    def __init__(self, families: List) -> None:
+        self._families = families
+
+    def collect(self):
+        return iter(self._families)
+
+
+class Exposition:
+    """The /metrics body, rendered once per snapshot.
+
+    Formatting a few thousand samples costs tens of milliseconds in prometheus_client, and the
+    snapshot changes only when a source finishes (every 15 s at the fastest). So everything
+    but ``ssd_data_age_seconds`` is rendered once per snapshot, ahead of the scrape when the
+    poller calls :meth:`prepare` from its listener thread, and a scrape adds only the ages,
+    which depend on the time of the scrape.
+    """
+
+    def __init__(self, get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time):
+        self._get = get_snapshot
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._snapshot: Optional[Snapshot] = None
+        self._static = b""
+        self._ages: List[Tuple[str, float]] = []  # (label set, time of the health data)
+        self.renders_total = 0  # full renders: one per snapshot that was prepared or scraped
+
+    def prepare(self, snap: Snapshot) -> None:
+        with self._lock:
+            if self._snapshot is snap:
+                return
+            families = drive_families(snap.drives) + agent_families(snap)
+            self._static = generate_latest(_Families(families))
+            self._ages = [
+                (f'device="{_escape(d.device)}",serial="{_escape(d.serial)}"', t)
+                for d, t in _health_times(snap.drives)
+            ]
+            self._snapshot = snap
+            self.renders_total += 1
+
+    def render(self) -> bytes:
+        snap = self._get()
+        self.prepare(snap)
+        with self._lock:
+            static, ages = self._static, self._ages
+        now = self._clock()
+        lines = [_AGE_HEADER] if ages else []
+        lines.extend(f"ssd_data_age_seconds{{{labels}}} {max(0.0, now - t)!r}\n" for labels, t in ages)
+        return static + "".join(lines).encode()
+
+
+_AGE_HELP = "Age of the drive's health data at scrape time (values are cached)."
+_AGE_HEADER = f"# HELP ssd_data_age_seconds {_AGE_HELP}\n# TYPE ssd_data_age_seconds gauge\n"
+
+
+def _escape(value: str) -> str:
+    # Label values in the text format: backslash, double quote and newline are escaped.
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _health_times(drives: Iterable[Drive]) -> List[Tuple[Drive, float]]:
+    """Each drive with the time of its newest health reading (smartctl or shannon-status)."""
+    out = []
+    for d in drives:
+        times = [d.last_poll[c] for c in _HEALTH_COLLECTORS if c in d.last_poll]
+        if times:
+            out.append((d, max(times)))
+    return out
+
+
+def data_age_family(drives: Iterable[Drive], now: float) -> GaugeMetricFamily:
+    age = _g("ssd_data_age_seconds", _AGE_HELP)
+    for d, t in _health_times(drives):
+        age.add_metric([d.device, d.serial], max(0.0, now - t))
+    return age
+
+
+def drive_families(drives: Iterable[Drive]) -> List:
     info = _g(
         "ssd_drive_info",
         "Drive identity; join on device and serial for model, firmware and kind.",
@@ -107,15 +188,16 @@ def drive_families(drives: Iterable[Drive], now: float) -> List:
         for kind, count in sorted(r.defects.items()):
             gauge("ssd_defects", "Defect counts as the drive reports them, by type.", ids + [kind], count, ["type"])
         counter("ssd_media_errors", "Media and data integrity errors (NVMe) or uncorrected errors (SCSI).", ids, r.media_errors)
-        if r.critical_warning is not None:
-            for bit, name in NVME_WARNING_BITS:
-                gauge("ssd_nvme_critical_warning", "NVMe critical warning, one series per bit.",
-                      ids + [name], (r.critical_warning >> bit) & 1, ["bit"])
+        # One series with the byte as the drive reports it (0: no warning); the bits are
+        # decoded in /api/v1/drives, the status page and the runbook (NVME_WARNING_BITS).
+        gauge("ssd_nvme_critical_warning", "NVMe critical warning byte (SMART / Health log byte 0; 0 = none).",
+              ids, r.critical_warning)
         gauge("ssd_smart_healthy", "SMART overall-health self-assessment passed (1) or failed (0).", ids, _bool(r.smart_healthy))
         mode = r.access_mode
         if mode is not None or r.readonly is not None:
             gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids,
                   _bool(bool(r.readonly) or mode == "readonly"))
+        if mode is not None:  # only drives with a reduced-write mode (Shannon) report one
             gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids,
                   _bool(mode == "reduced_write"))
         gauge("ssd_write_amplification", "NAND bytes written per host byte written, lifetime.", ids, r.write_amplification)
@@ -124,11 +206,9 @@ def drive_families(drives: Iterable[Drive], now: float) -> List:
         counter("ssd_nand_written_bytes", "Bytes written to flash, host writes plus garbage collection.", ids, r.nand_written_bytes)
         for t in r.temperatures:
             gauge("ssd_temperature_celsius", "Current temperature by sensor.", ids + [t.sensor], t.celsius, ["sensor"])
-            gauge("ssd_temperature_max_celsius", "Highest temperature the drive remembers, by sensor.", ids + [t.sensor], t.max_celsius, ["sensor"])
             gauge("ssd_temperature_limit_celsius", "The drive's own warning or trip temperature.", ids + [t.sensor], t.limit_celsius, ["sensor"])
         for v in r.voltages:
             gauge("ssd_voltage_volts", "Supply voltage by rail.", ids + [v.rail], v.volts, ["rail"])
-            gauge("ssd_voltage_max_volts", "Highest supply voltage seen, by rail.", ids + [v.rail], v.max_volts, ["rail"])
         counter("ssd_power_on_seconds", "Power-on time.", ids, r.power_on_seconds)
         counter("ssd_power_cycles", "Power cycles.", ids, r.power_cycles)
         if r.power_state is not None:
@@ -176,13 +256,12 @@ def drive_families(drives: Iterable[Drive], now: float) -> List:
             counter("ssd_io_busy_seconds", "Time with I/O in flight (utilisation).", ids, io.io_time_seconds)
             gauge("ssd_io_in_flight", "Requests in flight.", ids, io.in_flight)
 
-        for collector, ts in sorted(d.last_poll.items()):
-            gauge("ssd_last_poll_timestamp_seconds", "When this drive's data from a collector was read.",
-                  ids + [collector], ts, ["collector"])
-        health_times = [d.last_poll[c] for c in _HEALTH_COLLECTORS if c in d.last_poll]
-        if health_times:
-            gauge("ssd_data_age_seconds", "Age of the drive's health data at scrape time (values are cached).",
-                  ids, max(0.0, now - max(health_times)))
+        # When the health data were read; the write-cache and diskstats times are those of
+        # their collector's run (ssd_collector_last_run_timestamp_seconds), not repeated here.
+        for collector in _HEALTH_COLLECTORS:
+            if collector in d.last_poll:
+                gauge("ssd_last_poll_timestamp_seconds", "When this drive's health data were read, by collector.",
+                      ids + [collector], d.last_poll[collector], ["collector"])
 
     return [info] + list(gauges.values()) + list(counters.values())
 
@@ -221,6 +300,7 @@ def agent_families(snap: Snapshot) -> List:
 
 
 def make_registry(get_snapshot: Callable[[], Snapshot]) -> CollectorRegistry:
+    """A registry over the snapshot, for reading values in tests (``get_sample_value``)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(get_snapshot))
     return registry

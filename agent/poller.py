@@ -172,6 +172,12 @@ class Poller:
         self.history = history if history is not None else self._open_history()
 
         self._lock = threading.RLock()
+        self._idle = threading.Condition(self._lock)  # a device's probe finished
+        # A probe waits at most this long for another one on the same device: one tool call
+        # with its kill grace, and a little slack (a longer wait means it got stuck).
+        self._busy_wait_seconds = config.tool_timeout_seconds + config.tool_kill_grace_seconds + 1.0
+        self._listeners: List[Callable[[Snapshot], None]] = []
+        self._published = threading.Event()  # a new snapshot is waiting for the listeners
         self._snapshot = Snapshot(created=clock())
         self._sources = {
             name: _SourceState(name)
@@ -227,6 +233,12 @@ class Poller:
     def snapshot(self) -> Snapshot:
         return self._snapshot
 
+    def add_listener(self, fn: Callable[[Snapshot], None]) -> None:
+        """Call ``fn`` with each new snapshot, from a thread of its own once :meth:`start` has
+        run (the HTTP side uses it to render /metrics ahead of the scrape). A listener that
+        falls behind sees only the newest snapshot."""
+        self._listeners.append(fn)
+
     def poll_once(self) -> Snapshot:
         """Run every source once, in dependency order (used by ``ssdfleet collect``)."""
         self.run_discovery()
@@ -253,10 +265,32 @@ class Poller:
             )
             t.start()
             self._threads.append(t)
+        if self._listeners:
+            t = threading.Thread(target=self._publish_loop, name="poll-publish", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _publish_loop(self) -> None:
+        self._published.set()  # the snapshot discovery built
+        while not self._stop.is_set():
+            if not self._published.wait(1.0):
+                continue
+            self._published.clear()
+            if self._stop.is_set():
+                return
+            snap = self._snapshot
+            for fn in self._listeners:
+                try:
+                    fn(snap)
+                except Exception:  # a listener's bug must not stop the others or the poller
+                    log.exception("snapshot listener %r failed", fn)
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._discover_soon.set()
+        self._published.set()
+        with self._lock:
+            self._idle.notify_all()
         for t in self._threads:
             t.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -302,13 +336,22 @@ class Poller:
     # ------------------------------------------------------------------ probing helpers
 
     def _probe(self, device: str, fn: Callable[[], Any]) -> Any:
-        """Run one probe for ``device`` unless a probe is already in flight on it or it is
-        quarantined. Returns None when skipped, else what ``fn`` returned."""
+        """Run one probe for ``device``, one at a time per device. When another source's probe
+        is in flight on it (hdparm while smartctl wants the drive), wait for that one, which
+        the runner bounds in time, rather than skip the drive until the next cycle. Returns
+        None when the device is quarantined, the wait ran out or the poller stops, else what
+        ``fn`` returned."""
+        deadline = time.monotonic() + self._busy_wait_seconds
         with self._lock:
-            if self._quarantined(device):
-                return None
-            if device in self._busy:
-                return None
+            while True:
+                if self._quarantined(device):
+                    return None
+                if device not in self._busy:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stop.is_set():
+                    return None
+                self._idle.wait(min(remaining, 1.0))
             self._busy[device] = time.monotonic()
         self._tls.device = device
         try:
@@ -318,6 +361,7 @@ class Poller:
             self._tls.device = None
             with self._lock:
                 self._busy.pop(device, None)
+                self._idle.notify_all()
         if isinstance(result, ToolResult) and result.stuck:
             self._mark_stuck(device, result)  # a runner passed in that bypasses _run_watched
         return result
@@ -811,6 +855,7 @@ class Poller:
             problems=tuple(f"{k}: {v}" for k, v in sorted(problems.items())),
             stuck=tuple(sorted(self._stuck)),
         )
+        self._published.set()
 
     def _endurance_overrides(self):
         return [r.model_dump() for r in self.config.endurance]

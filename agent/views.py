@@ -60,6 +60,9 @@ class DriveView:
     nand_written_bytes: Optional[int]
     host_read_bytes: Optional[int]
     temperatures: List[Dict[str, Any]]
+    voltages: List[Dict[str, Any]]
+    critical_warning: Optional[int]  # NVMe byte as reported; its set bits decoded below
+    critical_warning_bits: List[str]
     power_on_seconds: Optional[int]
     access_mode: Optional[str]
     power_state: Optional[str]
@@ -80,6 +83,13 @@ class DriveView:
     # Thinned local history (see history_points); None when no history was asked for, which is
     # not the same as an empty list (asked, but the agent has no samples of this drive yet).
     history: Optional[List[Dict[str, Any]]] = None
+
+
+def critical_warning_bits(value: Optional[int]) -> List[str]:
+    """Names of the NVMe critical-warning bits set in ``value``."""
+    if not value:
+        return []
+    return [name for bit, name in NVME_WARNING_BITS if (value >> bit) & 1]
 
 
 def _projection_dict(p: Projection) -> Dict[str, Any]:
@@ -120,6 +130,9 @@ def drive_view(d: Drive, now: float) -> DriveView:
         nand_written_bytes=r.nand_written_bytes,
         host_read_bytes=r.host_read_bytes,
         temperatures=[dataclasses.asdict(t) for t in r.temperatures],
+        voltages=[dataclasses.asdict(v) for v in r.voltages],
+        critical_warning=r.critical_warning,
+        critical_warning_bits=critical_warning_bits(r.critical_warning),
         power_on_seconds=r.power_on_seconds,
         access_mode=r.access_mode,
         power_state=r.power_state,
@@ -147,7 +160,7 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
     if v.smart_healthy is False:
         flags.append(Flag(CRITICAL, "SMART overall health: FAILED"))
     if r.critical_warning:
-        bits = [name for bit, name in NVME_WARNING_BITS if (r.critical_warning >> bit) & 1]
+        bits = critical_warning_bits(r.critical_warning)
         flags.append(Flag(CRITICAL, "NVMe critical warning: " + ", ".join(bits or [hex(r.critical_warning)])))
     if v.access_mode == "readonly" or r.readonly:
         flags.append(Flag(CRITICAL, "drive is read-only"))

@@ -6,7 +6,10 @@ For each size:
   smartctl, shannon, write cache, diskstats, snapshot with projections) with an injected
   runner that returns pre-rendered tool output, so only our own code is timed (the tools'
   time is excluded by construction). CPU = ``time.process_time()`` (all threads).
-* **render-only**: ``generate_latest`` over that snapshot, in-process.
+* **full render**: :class:`agent.metrics.Exposition` rendering that snapshot from scratch, as
+  the agent does once per new snapshot in the poller's listener thread, in-process.
+* **cached body**: what a scrape costs in-process once the snapshot is rendered: the cached
+  text plus ``ssd_data_age_seconds``.
 * **HTTP**: the real ``ssdfleet agent`` process, pointed at the same simulated host, scraped
   sequentially over one keep-alive connection on 127.0.0.1: p50/p99 latency and scrapes per
   second. Its resident memory (VmRSS) is read after the scrapes.
@@ -40,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.config import load_config  # noqa: E402
 from agent.history import History  # noqa: E402
-from agent.metrics import make_registry, render  # noqa: E402
+from agent.metrics import Exposition  # noqa: E402
 from agent.poller import Poller  # noqa: E402
 from agent.runner import ToolResult  # noqa: E402
 from simulator import tool as simtool  # noqa: E402
@@ -73,8 +76,9 @@ class PreRendered:
         return hit
 
 
-def poll_cpu(host: SimHost, drives: int, polls: int) -> Tuple[float, float, List[float]]:
-    """(CPU seconds per poll per drive, median, render-only latencies in seconds)."""
+def poll_cpu(host: SimHost, drives: int, polls: int) -> Tuple[float, float, List[float], List[float]]:
+    """(CPU seconds per poll per drive, median, full-render and cached-body latencies in
+    seconds)."""
     config = load_config(overrides=host.config_overrides())
     poller = Poller(config, runner=PreRendered(str(host.state_file)),
                     history=History(None, clock=host.clock), clock=host.clock)
@@ -85,17 +89,29 @@ def poll_cpu(host: SimHost, drives: int, polls: int) -> Tuple[float, float, List
             started = time.process_time()
             poller.poll_once()
             cpu.append(time.process_time() - started)
-        registry = make_registry(poller.snapshot)
-        render(registry)
+        # Full render: what the agent does once per new snapshot, in the poller's listener
+        # thread (a fresh Exposition each time, so nothing is cached).
+        snap = poller.snapshot()
+        Exposition(lambda: snap).render()
         renders = []
+        for _ in range(100):
+            exposition = Exposition(lambda: snap)
+            started = time.perf_counter()
+            exposition.prepare(snap)
+            renders.append(time.perf_counter() - started)
+        # Scrape body: what a scrape does when the snapshot was prepared (cached text + the
+        # data ages).
+        exposition = Exposition(lambda: snap)
+        exposition.prepare(snap)
+        cached = []
         for _ in range(200):
             started = time.perf_counter()
-            render(registry)
-            renders.append(time.perf_counter() - started)
+            exposition.render()
+            cached.append(time.perf_counter() - started)
     finally:
         poller.stop()
     med = statistics.median(cpu)
-    return med / drives, med, renders
+    return med / drives, med, renders, cached
 
 
 def rss_kib(pid: int) -> int:
@@ -117,10 +133,7 @@ def free_port() -> int:
 def http_bench(host: SimHost, drives: int, scrapes: int, workdir: Path) -> Dict:
     port = free_port()
     args = [sys.executable, "-m", "agent", "agent", "--listen-address", f"127.0.0.1:{port}",
-            "--no-history",
-            # A smartctl probe skipped at start-up (an hdparm probe was in flight on the same
-            # device) otherwise leaves the drive without health data for the default 300 s.
-            "--interval.smartctl", "60"]
+            "--no-history"]
     for key, value in host.overrides().items():
         if key == "state_dir":
             continue
@@ -226,29 +239,30 @@ def main() -> int:
         try:
             now = time.time()
             host = SimHost(workdir / "host", demo_drives(size, now), speed=0.0, sim_start=now)
-            per_drive, per_poll, renders = poll_cpu(host, size, args.polls)
+            per_drive, per_poll, renders, cached = poll_cpu(host, size, args.polls)
             http = http_bench(host, size, args.scrapes, workdir)
             series, agent_series = series_per_drive(http["body"], host)
-            rows.append((size, http, per_drive, per_poll, renders, series, agent_series))
+            rows.append((size, http, per_drive, per_poll, renders, cached, series, agent_series))
             print(f"     load average now {os.getloadavg()[0]:.2f}")
             lat = http["latencies"]
             print(f"{size:>4} drives: HTTP p50 {percentile(lat, 50)*1e3:.2f} ms p99 {percentile(lat, 99)*1e3:.2f} ms "
-                  f"{http['per_second']:.0f}/s | render p50 {percentile(renders, 50)*1e3:.2f} ms "
-                  f"p99 {percentile(renders, 99)*1e3:.2f} ms | poll CPU {per_poll*1e3:.1f} ms "
+                  f"{http['per_second']:.0f}/s | full render p50 {percentile(renders, 50)*1e3:.2f} ms "
+                  f"p99 {percentile(renders, 99)*1e3:.2f} ms | cached body p50 {percentile(cached, 50)*1e3:.3f} ms "
+                  f"p99 {percentile(cached, 99)*1e3:.3f} ms | poll CPU {per_poll*1e3:.1f} ms "
                   f"({per_drive*1e3:.2f} ms/drive) | RSS {http['rss_kib']/1024:.1f} MiB | "
                   f"series/drive {series} + {agent_series} per agent; {http['with_life']} drives with life left", flush=True)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     print()
-    print("| drives | scrape p50 (HTTP) | scrape p99 (HTTP) | scrapes/s | render p50 | render p99 "
-          "| poll CPU/drive | agent RSS | series/drive (shannon / ata / nvme) |")
+    print("| drives | scrape p50 (HTTP) | scrape p99 (HTTP) | scrapes/s | full render p50 / p99 "
+          "| cached body p50 / p99 | poll CPU/drive | agent RSS | series/drive (shannon / ata / nvme) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for size, http, per_drive, _, renders, series, agent_series in rows:
+    for size, http, per_drive, _, renders, cached, series, agent_series in rows:
         lat = http["latencies"]
         kinds = " / ".join(f"{series[k]:.1f}" if k in series else "-" for k in ("shannon", "ata", "nvme"))
         print(f"| {size} | {percentile(lat, 50)*1e3:.2f} ms | {percentile(lat, 99)*1e3:.2f} ms | "
-              f"{http['per_second']:.0f} | {percentile(renders, 50)*1e3:.2f} ms | "
-              f"{percentile(renders, 99)*1e3:.2f} ms | {per_drive*1e3:.2f} ms | "
+              f"{http['per_second']:.0f} | {percentile(renders, 50)*1e3:.2f} / {percentile(renders, 99)*1e3:.2f} ms | "
+              f"{percentile(cached, 50)*1e3:.3f} / {percentile(cached, 99)*1e3:.3f} ms | {per_drive*1e3:.2f} ms | "
               f"{http['rss_kib']/1024:.1f} MiB | {kinds} (+{agent_series} per agent) |")
     return 0
 

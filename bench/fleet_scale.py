@@ -248,8 +248,7 @@ def render_live(fleet: Fleet, now: float) -> bytes:
                 add("ssd_spare_left_ratio", f"ssd_spare_left_ratio{{{lb}}} {st.spare_left:.2f}")
                 add("ssd_spare_threshold_ratio", f"ssd_spare_threshold_ratio{{{lb}}} 0.10")
                 add("ssd_media_errors_total", f"ssd_media_errors_total{{{lb}}} {int(st.grown_bad_ratio * 2000)}")
-                for bit in ("spare", "temperature", "reliability", "readonly", "volatile_backup", "pmr_readonly"):
-                    add("ssd_nvme_critical_warning", f'ssd_nvme_critical_warning{{{lb},bit="{bit}"}} 0')
+                add("ssd_nvme_critical_warning", f"ssd_nvme_critical_warning{{{lb}}} 0")
     out = []
     for lines in fam.values():
         out.append("\n".join(lines))

@@ -126,11 +126,7 @@ def build() -> models.Dashboard:
                 "Read-only",
                 COUNT,
                 [
-                    query(
-                        f'max(ssd_readonly{SEL}) or max(ssd_nvme_critical_warning{{job=~"$job", '
-                        f'instance="$instance", serial="$serial", bit="readonly"}})',
-                        instant=True,
-                    )
+                    query(f"max(ssd_readonly{SEL})", instant=True)
                 ],
                 description="The drive has put itself in read-only mode (Shannon access mode or the NVMe "
                 "critical-warning bit): it is failing.",
@@ -248,10 +244,10 @@ def build() -> models.Dashboard:
                 CELSIUS,
                 [
                     query(f"ssd_temperature_celsius{SEL}", legend="{{sensor}}", ref_id="A"),
-                    query(f"ssd_temperature_max_celsius{SEL}", legend="{{sensor}} max remembered", ref_id="B"),
-                    query(f"ssd_temperature_limit_celsius{SEL}", legend="{{sensor}} limit", ref_id="C"),
+                    query(f"ssd_temperature_limit_celsius{SEL}", legend="{{sensor}} limit", ref_id="B"),
                 ],
-                description="Current temperature per sensor, the highest the drive remembers and its own warning limit.",
+                description="Current temperature per sensor and the drive's own warning limit (the highest it "
+                "remembers is on the agent's status page).",
             )
         )
         .with_panel(
@@ -281,9 +277,19 @@ def build() -> models.Dashboard:
         .with_panel(
             state_panel(
                 "NVMe critical warnings",
-                [query(f"ssd_nvme_critical_warning{SEL}", legend="{{bit}}")],
-                {"0": ("ok", "green"), "1": ("WARNING", "red")},
-                description="One line per NVMe critical-warning bit.",
+                [query(f"ssd_nvme_critical_warning{SEL}", legend="critical warning")],
+                {
+                    "0": ("ok", "green"),
+                    "1": ("spare", "red"),
+                    "2": ("temperature", "red"),
+                    "4": ("reliability", "red"),
+                    "8": ("readonly", "red"),
+                    "16": ("volatile_backup", "red"),
+                    "32": ("pmr_readonly", "red"),
+                },
+                description="The NVMe critical-warning byte: 0 is fine; a single bit is named; several bits "
+                "show the byte (1 spare, 2 temperature, 4 reliability, 8 readonly, 16 volatile backup, "
+                "32 PMR read-only).",
                 width=12,
                 height=8,
             )

@@ -381,8 +381,15 @@ def build() -> models.Dashboard:
             timeseries_panel(
                 "Life left, 10 worst drives",
                 RATIO,
-                [query(f"bottomk(10, ssd_life_left_ratio{SEL})", legend="{{instance}} {{device}} {{serial}}")],
-                description="ssd_life_left_ratio of the ten drives with the least life left.",
+                [
+                    query(
+                        f"bottomk(10, job:ssd_life_left_ratio:bottom10{SEL})",
+                        legend="{{instance}} {{device}} {{serial}}",
+                    )
+                ],
+                description="Life left of the ten drives with the least, from the recording rule "
+                "job:ssd_life_left_ratio:bottom10 (ten per job, so a week-long graph reads ten series per step "
+                "rather than ranking every drive of the fleet).",
                 width=12,
                 min_val=0,
                 max_val=1,
