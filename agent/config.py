@@ -82,6 +82,23 @@ class EnduranceRule(_Strict):
     pe_cycles: Optional[float] = Field(None, gt=0)
 
 
+class TemperatureRule(_Strict):
+    """A temperature limit for drives matching ``serial`` or ``model`` (a regex), on one
+    ``sensor`` or on every sensor. It replaces the drive's own limit, or stands in where the
+    drive reports none (SATA drives rarely do): the alert SSDTemperatureAboveLimit then
+    compares against it."""
+
+    serial: Optional[str] = None
+    model: Optional[str] = None
+    sensor: Optional[str] = None
+    celsius: float = Field(gt=0, le=200)
+
+    @field_validator("model")
+    @classmethod
+    def _regex(cls, v: Optional[str]) -> Optional[str]:
+        return WriteCacheRule._regex(v)
+
+
 class Config(_Strict):
     listen_address: str = f":{DEFAULT_PORT}"
     web_config_file: Optional[str] = None
@@ -107,6 +124,11 @@ class Config(_Strict):
     write_cache_expected: str = "enabled"
     write_cache_rules: List[WriteCacheRule] = []
     endurance: List[EnduranceRule] = []
+    temperature_limits: List[TemperatureRule] = []
+    # /proc/diskstats: device-mapper and loop devices are not drives; a host that wants their
+    # counters anyway (a dm-crypt volume as the only view of a disk) can have them.
+    include_device_mapper: bool = False
+    include_loop: bool = False
     log_level: str = "INFO"
 
     @field_validator("collectors")
@@ -142,6 +164,19 @@ class Config(_Strict):
             expected = rule.expected
             break
         return None if expected == "any" else expected
+
+
+    def temperature_limit(self, serial: Optional[str], model: Optional[str], sensor: str) -> Optional[float]:
+        """The configured limit for one sensor of a drive, or None (first matching rule)."""
+        for rule in self.temperature_limits:
+            if rule.serial is not None and rule.serial != serial:
+                continue
+            if rule.model is not None and not re.search(rule.model, model or ""):
+                continue
+            if rule.sensor is not None and rule.sensor != sensor:
+                continue
+            return rule.celsius
+        return None
 
 
 def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) -> Config:

@@ -167,8 +167,14 @@ class Poller:
             nvme=tools.nvme,
             smartctl=tools.smartctl,
             runner=watched,
+            timeout=timeout,
+            dev_root=config.paths.dev,
         )
         self.diskstats = diskstats.DiskstatsReader(procfs_root=config.paths.procfs)
+        self._virtual_included = tuple(
+            prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
+            if wanted
+        )
         self.history = history if history is not None else self._open_history()
 
         self._lock = threading.RLock()
@@ -207,6 +213,11 @@ class Poller:
             getattr(config, "smartctl_standby_max_skips", STANDBY_MAX_SKIPS)
         )
         self._discover_soon = threading.Event()  # a drive vanished: rediscover early
+        # Set when the first SMART pass is over: which drives are ATA or NVMe (and so which
+        # tool tells their write cache) is known only then.
+        self._smart_first_pass = threading.Event()
+        if "smartctl" not in config.collectors:
+            self._smart_first_pass.set()
         self._probe_slots = threading.BoundedSemaphore(config.max_concurrent_probes)
         self._executor = ThreadPoolExecutor(
             max_workers=config.max_concurrent_probes, thread_name_prefix="probe"
@@ -289,6 +300,7 @@ class Poller:
         self._stop.set()
         self._discover_soon.set()
         self._published.set()
+        self._smart_first_pass.set()
         with self._lock:
             self._idle.notify_all()
         for t in self._threads:
@@ -305,6 +317,10 @@ class Poller:
                 wake.clear()
             if self._stop.is_set():
                 return
+        if name == "write_cache":
+            # Without the drive kinds the first pass would see the kernel's view only; wait
+            # for the first SMART pass, but not for a SMART cycle that hangs.
+            self._smart_first_pass.wait(self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds + 5)
         while not self._stop.is_set():
             started = time.monotonic()
             try:
@@ -364,21 +380,33 @@ class Poller:
                 self._idle.notify_all()
         if isinstance(result, ToolResult) and result.stuck:
             self._mark_stuck(device, result)  # a runner passed in that bypasses _run_watched
+        if isinstance(result, ToolResult) and _helper_quarantine(result):
+            return None  # quarantined in the helper: not probed, as with a local quarantine
         return result
 
     def _run_watched(self, argv: Sequence[str], **kwargs: Any) -> ToolResult:
         """The runner every collector uses: ``self._run`` plus stuck-process bookkeeping."""
         result = self._run(argv, **kwargs)
+        device = getattr(self._tls, "device", None) or str(argv[0])
         if result.stuck:
-            device = getattr(self._tls, "device", None) or str(argv[0])
             self._mark_stuck(device, result)
+        elif self._stuck.get(device) == REMOTE_PID and not _helper_quarantine(result):
+            # The probe helper ran a command on the device again: its stuck process is gone.
+            with self._lock:
+                if self._stuck.get(device) == REMOTE_PID:
+                    del self._stuck[device]
+                    self._problems.pop(device, None)
+                    log.info("%s: the probe helper runs probes on it again; quarantine lifted", device)
         return result
 
     def _mark_stuck(self, device: str, result: ToolResult) -> None:
+        # A process in the probe helper has no pid here (REMOTE_PID): the helper quarantines
+        # the device itself and refuses probes on it until the process is gone.
+        pid = result.pid or REMOTE_PID
         with self._lock:
-            if self._stuck.get(device) == (result.pid or -1):
+            if self._stuck.get(device) == pid:
                 return
-            self._stuck[device] = result.pid or -1
+            self._stuck[device] = pid
             self._problems[device] = "probe stuck: " + result.describe()
         log.error(
             "%s: %s (pid %s) %s; device quarantined until it exits",
@@ -390,6 +418,10 @@ class Poller:
         Caller holds the lock."""
         pid = self._stuck.get(device)
         if pid is None:
+            return False
+        if pid == REMOTE_PID:
+            # Ask the helper: it refuses while its process is stuck (the entry stays, and so
+            # does ssd_probe_stuck), and the first answer that is not a refusal lifts it.
             return False
         if pid in REAPER.pending():
             return True
@@ -426,7 +458,7 @@ class Poller:
     def run_discovery(self) -> None:
         started = time.monotonic()
         errors: List[str] = []
-        block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs)}
+        block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs, include=self._virtual_included)}
         targets: List[SmartTarget] = []
         scanned = False
         if "smartctl" in self.config.collectors:
@@ -540,6 +572,7 @@ class Poller:
                 fut.add_done_callback(functools.partial(self._apply_late_smart, t))
         self._note_history()
         self._finish("smartctl", started, errors, unread)
+        self._smart_first_pass.set()
 
     def _apply_late_smart(self, target: SmartTarget, fut: Future) -> None:
         """A read that outlasted its cycle: apply it now and count its error, if any."""
@@ -767,7 +800,9 @@ class Poller:
         errors: List[str] = []
         try:
             stats = self.diskstats.read()
-            disks = diskstats.whole_disks(stats, sysfs_root=self.config.paths.sysfs)
+            disks = diskstats.whole_disks(stats, sysfs_root=self.config.paths.sysfs,
+                                          include_dm=self.config.include_device_mapper,
+                                          include_loop=self.config.include_loop)
         except (OSError, ParseError) as exc:
             errors.append(f"diskstats: {exc}")
             disks = None
@@ -820,6 +855,8 @@ class Poller:
         drives = []
         for identity, (reading, polls) in sorted(readings.items(), key=lambda kv: kv[1][0].device):
             label = reading.block_device or os.path.basename(reading.device)
+            if self.config.temperature_limits:
+                reading = self._configured_limits(reading)
             polls = dict(polls)
             if label in self._cache_time:
                 polls["write_cache"] = self._cache_time[label]
@@ -857,8 +894,30 @@ class Poller:
         )
         self._published.set()
 
+    def _configured_limits(self, reading: DriveReading) -> DriveReading:
+        temps = []
+        changed = False
+        for t in reading.temperatures:
+            limit = self.config.temperature_limit(reading.serial, reading.model, t.sensor)
+            if limit is not None and limit != t.limit_celsius:
+                t = replace(t, limit_celsius=limit)
+                changed = True
+            temps.append(t)
+        if not changed:
+            return reading
+        sources = dict(reading.sources, temperature_limit_celsius="config")
+        return reading.replace(temperatures=tuple(temps), sources=sources)
+
     def _endurance_overrides(self):
         return [r.model_dump() for r in self.config.endurance]
+
+
+REMOTE_PID = -1  # a stuck process that lives in the probe helper
+
+
+def _helper_quarantine(result: ToolResult) -> bool:
+    """The probe helper refused the command because the device's last probe is stuck."""
+    return bool(result.error) and result.error.startswith("probe helper refused") and "quarantined" in result.error
 
 
 def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from agent.model import ParseError
 
@@ -48,8 +48,10 @@ class BlockDevice:
         return m.group(1) if m else self.name
 
 
-def is_candidate(name: str) -> bool:
-    return not _NOT_A_DRIVE.match(name)
+def is_candidate(name: str, include: Sequence[str] = ()) -> bool:
+    """Whether ``name`` may be a drive. ``include`` lists name prefixes (``dm-``, ``loop``)
+    that a configuration asks for although they are virtual."""
+    return bool(include and name.startswith(tuple(include))) or not _NOT_A_DRIVE.match(name)
 
 
 def _clean(value: Optional[str]) -> Optional[str]:
@@ -110,9 +112,10 @@ _FILES = (
 )
 
 
-def read_block_devices(sysfs_root: str = "/sys") -> List[BlockDevice]:
+def read_block_devices(sysfs_root: str = "/sys", include: Sequence[str] = ()) -> List[BlockDevice]:
     """List whole-disk block devices under ``<sysfs_root>/block``; unreadable files are skipped,
-    a device that vanishes while being read is left out."""
+    a device that vanishes while being read is left out. ``include``: see :func:`is_candidate`
+    (an included virtual device of size 0, an unused loop device, is still left out)."""
     base = os.path.join(sysfs_root, "block")
     try:
         names = sorted(os.listdir(base))
@@ -120,7 +123,7 @@ def read_block_devices(sysfs_root: str = "/sys") -> List[BlockDevice]:
         return []
     out: List[BlockDevice] = []
     for name in names:
-        if not is_candidate(name):
+        if not is_candidate(name, include):
             continue
         files: Dict[str, str] = {}
         for rel in _FILES:
@@ -132,7 +135,10 @@ def read_block_devices(sysfs_root: str = "/sys") -> List[BlockDevice]:
         if "size" not in files:
             continue
         try:
-            out.append(parse_block_device(name, files))
+            device = parse_block_device(name, files)
         except ParseError:
             continue
+        if _NOT_A_DRIVE.match(name) and not device.size_bytes:
+            continue
+        out.append(device)
     return out

@@ -429,3 +429,55 @@ def test_vanished_drive_then_tool_not_executable_then_missing(host):
         assert watch.max_children <= 4 * (MAX_PROBES + 3)
     finally:
         agent.stop()
+
+
+def test_probe_stuck_in_the_probe_helper_is_reported_then_lifted(host, tmp_path):
+    """The same stuck tool, run by the privileged probe helper (the systemd deployment): the
+    process belongs to the helper, which refuses probes on the device until it is gone. The
+    agent must still export ssd_probe_stuck for the device, and drop it once the helper runs
+    probes on it again."""
+    import tempfile
+
+    from tests.test_privhelper import DEVICES, HelperProcess, fake_dev_root
+
+    host.set_response("smartctl", "scan", scan_json(["sdh"]))
+    host.set_response("smartctl", "sdh", ata_output("sdh", "FAULT-sdh"))
+    (host.root / "responses" / "smartctl" / "sdh.hold").write_text("6")
+    set_fault(host, "smartctl", "sdh", "ptrace-stuck")
+    fake_dev_root(host, DEVICES + ("sdh",))
+    sockdir = tempfile.mkdtemp(prefix="ssdf-", dir="/tmp")  # AF_UNIX paths are short
+    sock = f"{sockdir}/helper.sock"
+    helper = HelperProcess(host, sock, ["--tool-timeout", str(TIMEOUT)],
+                           config={"tool_kill_grace_seconds": GRACE})
+    agent = None
+    try:
+        agent = start_agent(host, probe_helper_socket=sock)
+        wait_for(lambda: value(scrape(agent), "ssd_data_age_seconds", serial=SDA_SERIAL) is not None)
+        watch = Watch(agent)
+        watch.run(0.5)
+        stuck = wait_for(lambda: value(scrape(agent), "ssd_probe_stuck", device="sdh") == 1, timeout=15)
+        assert stuck, "ssd_probe_stuck never reported the device stuck in the helper"
+        if any(e[0] == "noptrace" for e in _stuck_events(host, "sdh")):
+            pytest.skip("ptrace is not permitted here: cannot hold a killed tool unreaped")
+        # While the helper holds the stuck process it refuses probes on sdh; the agent keeps
+        # reporting the device stuck, and the other drives stay fresh.
+        set_fault(host, "smartctl", "sdh", None)
+        held = watch.run(1.0)
+        assert all(value(s, "ssd_probe_stuck", device="sdh") == 1 for s in held)
+        # The tracer lets go 6 s after the tool started; the next probe the helper runs answers normally.
+        lifted = wait_for(lambda: (lambda s: s if value(s, "ssd_probe_stuck", device="sdh") is None
+                                   and value(s, "ssd_smart_healthy", serial="FAULT-sdh") == 1 else None)(scrape(agent)),
+                          timeout=20)
+        assert lifted, "the quarantine was never lifted after the helper let go"
+        watch.run(0.5)
+        watch.report("stuck in the helper")
+        assert max(ages(watch.samples, SDA_SERIAL)) < HEALTHY_AGE_BOUND
+        kinds = [e[0] for e in _stuck_events(host, "sdh")]
+        assert kinds.count("start") == 1, kinds  # no second probe reached the stuck drive
+        assert "quarantine lifted" in agent.log()
+        assert "is quarantined" in helper.log()
+    finally:
+        if agent is not None:
+            agent.stop()
+        helper.stop()
+        shutil.rmtree(sockdir, ignore_errors=True)

@@ -29,15 +29,14 @@ class Clock:
 
 
 def make_poller(host: FakeHost, clock=time.time, **extra) -> Poller:
-    settings = dict(history=False, collectors=["smartctl"], tool_timeout_seconds=5.0,
-                    tool_kill_grace_seconds=0.2)
-    settings.update(extra)
-    config = Config(
+    settings = dict(
+        history=False, collectors=["smartctl"], tool_timeout_seconds=5.0, tool_kill_grace_seconds=0.2,
         tools=Tools(smartctl=str(host.bin / "smartctl"), shannon_status=str(host.bin / "shannon-status"),
                     hdparm=str(host.bin / "hdparm"), nvme=str(host.bin / "nvme")),
         paths=Paths(sysfs=str(host.sys), procfs=str(host.proc)),
-        **settings,
     )
+    settings.update(extra)
+    config = Config(**settings)
     return Poller(config, clock=clock)
 
 
