@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 import time
 from typing import Any, Dict, Optional, Sequence
@@ -108,10 +109,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
     _setup_logging(config.log_level)
     import uvicorn
 
-    from agent import webconfig
+    from agent import memory, webconfig
     from agent.api import create_app
     from agent.poller import Poller
 
+    memory.limit_arenas()
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
     poller = Poller(config)
@@ -124,6 +126,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
             return render_page(snap, now, history=poller.history)
     app = create_app(poller.snapshot, page=page, history=poller.history)
     poller.add_listener(app.state.exposition.prepare)
+    poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
         app = webconfig.secure_app(app, web)
     log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",
@@ -233,6 +236,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 64
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``ssdfleet collect --json | head``): not an error of ours.
+        # Point stdout at /dev/null so the interpreter's final flush does not complain again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for SIGPIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,13 +15,15 @@ test in tests/test_simulator.py runs the poller on the simulated clock instead.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import shutil
 import tempfile
 import time
 from typing import Dict, List, Optional
 
+from simulator import tool
 from simulator.host import SimHost, make_spec
-from simulator.wear import DAY, DriveSpec
+from simulator.wear import DAY, DriveSpec, state_at
 
 # The order drives are added in; the first seven cover every catalogue model.
 _MIX = (
@@ -76,16 +78,69 @@ def demo_drives(count: int, t0: float, seed_offset: int = 0) -> List[DriveSpec]:
     return specs
 
 
-def setup_simulated_host(drives: int = 6, speed: float = 3600.0, root: Optional[str] = None) -> Dict[str, str]:
+# Real seconds of history the demo starts with: the agent wants an hour of its own samples
+# before it trusts a write rate, and a demo should show wear-out dates from the first page.
+BACKFILL_SECONDS = 2 * 3600.0
+
+
+def setup_simulated_host(drives: int = 6, speed: float = 3600.0, root: Optional[str] = None,
+                         backfill_seconds: float = BACKFILL_SECONDS) -> Dict[str, str]:
     """Build a simulated host and return the agent's argparse overrides (tool paths, sysfs,
-    procfs, state dir). With ``root`` None a temporary directory is used and removed at exit."""
+    procfs, state dir). With ``root`` None a temporary directory is used and removed at exit.
+
+    The drives have been running for ``backfill_seconds`` of real time already (that many
+    seconds times ``speed`` of simulated time), and the history file in the state directory
+    holds what the agent would have recorded over that time (see :func:`seed_history`)."""
     if drives < 1:
         raise ValueError("a simulated host needs at least one drive")
     if root is None:
         root = tempfile.mkdtemp(prefix="ssdfleet-sim-")
         atexit.register(shutil.rmtree, root, True)
     now = time.time()
-    host = SimHost(root, demo_drives(drives, now), speed=speed, sim_start=now)
+    specs = demo_drives(drives, now - backfill_seconds * speed)
+    host = SimHost(root, [_used_by(s, now) for s in specs], speed=speed, sim_start=now)
+    if backfill_seconds > 0 and speed > 0:
+        seed_history(host, now - backfill_seconds, now)
     host.start_refresher(1.0)
     _HOSTS.append(host)
     return host.overrides()
+
+
+def _used_by(spec: DriveSpec, t: float) -> DriveSpec:
+    """The spec started earlier, with its starting wear lowered so that at ``t`` it has used
+    what :func:`demo_drives` gave it (the demo's spread of life left stays the same)."""
+    accrued = state_at(spec, t).life_used - spec.start_life_used
+    return dataclasses.replace(spec, start_life_used=max(0.0, spec.start_life_used - accrued))
+
+
+def seed_history(host: SimHost, start: float, end: float, step: float = 600.0) -> int:
+    """Write the agent's history for real times ``start`` .. ``end`` into the host's state
+    directory, as the agent would have: each drive's tool output rendered at that moment and
+    read by the agent's own parsers, one sample every ``step`` seconds. Returns the samples
+    written."""
+    from agent.history import History
+    from collectors import shannon, smartctl
+
+    probe = smartctl.SmartctlProbe(tool="smartctl")
+    history = History(str(host.state_dir / "history.sqlite"), min_interval_seconds=step)
+    written = 0
+    try:
+        t = start
+        while t < end:
+            for spec in host.drives:
+                device = f"/dev/{spec.device}"
+                if spec.kind == "shannon":
+                    out, _, code = tool.run(str(host.state_file), "shannon-status", ["-p", device], real_now=t)
+                    readings = shannon.parse_status_p(out) if code == 0 else []
+                    reading = readings[0] if readings else None
+                else:
+                    argv = probe.read_argv(device, "nvme" if spec.kind == "nvme" else "sat")
+                    out, _, code = tool.run(str(host.state_file), "smartctl", argv[1:], real_now=t)
+                    reading = smartctl.parse_smartctl_json(out, device=device) if code & 0x03 == 0 else None
+                if reading is not None:
+                    history.record(reading.identity, t, reading)
+                    written += 1
+            t += step
+    finally:
+        history.close()
+    return written

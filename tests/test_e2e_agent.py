@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
+from typing import Optional, Tuple
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.fakehost import ROOT, AgentProcess, build_default_host, promtool
+from collectors import blockdev
+from tests.fakehost import ROOT, AgentProcess, build_default_host, free_port, promtool
+from tests.promstack import skip_or_fail
 
 # Values read off the fixture files by hand.
 SDA_SERIAL = "S3YZNB0KB00864E"  # scrutiny__smart-ata-full.json, Samsung SSD 860 EVO 500GB
@@ -121,12 +127,131 @@ def test_metrics_for_every_fake_drive(agent, host):
 
 def test_promtool_check_metrics_is_clean(agent):
     wait_for(lambda: all_drives_seen(agent))
+    check_metrics(agent.get("/metrics"))
+
+
+def check_metrics(text: bytes) -> None:
+    """``promtool check metrics`` has nothing to say about the exposition."""
     tool = promtool()
     if tool is None:
-        pytest.skip("promtool not installed (Debian package prometheus)")
-    text = agent.get("/metrics")
+        skip_or_fail("promtool not installed (Debian package prometheus)")
     r = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, timeout=30)
     assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), (r.stdout + r.stderr).decode()
+
+
+def ssdfleet_command() -> str:
+    """The ``ssdfleet`` console script installed next to this Python (pip install -e .)."""
+    path = os.path.join(os.path.dirname(sys.executable), "ssdfleet")
+    if not os.access(path, os.X_OK):
+        skip_or_fail(f"the ssdfleet command is not installed next to {sys.executable}")
+    return path
+
+
+def run_ssdfleet_agent(tmp_path, args, env) -> Tuple[subprocess.Popen, str]:
+    port = free_port()
+    log = open(tmp_path / "ssdfleet.log", "wb")
+    proc = subprocess.Popen([ssdfleet_command(), "agent", "--listen-address", f"127.0.0.1:{port}"] + args,
+                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(tmp_path),
+                            start_new_session=True)
+    log.close()
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def get_metrics(url: str) -> Optional[bytes]:
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+            return r.read()
+    except OSError:
+        return None
+
+
+def parse(text: bytes) -> dict:
+    out = {}
+    for family in text_string_to_metric_families(text.decode()):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def test_ssdfleet_command_finds_the_fake_tools_on_its_path(host, tmp_path):
+    """The installed ``ssdfleet`` command with no tool flags at all: it runs smartctl,
+    shannon-status and hdparm by name, and a temporary PATH holding the fake executables is
+    what it finds, as on a host where they sit in /usr/sbin."""
+    env = dict(os.environ, PATH=f"{host.bin}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc, url = run_ssdfleet_agent(tmp_path, [
+        "--path.sysfs", str(host.sys), "--path.procfs", str(host.proc), "--state-dir", str(host.state),
+    ] + FAST, env)
+    try:
+        def seen():
+            assert proc.poll() is None, (tmp_path / "ssdfleet.log").read_text()
+            text = get_metrics(url)
+            if text is None:
+                return None
+            s = parse(text)
+            return (s, text) if value(s, "ssd_life_left_ratio", serial=SHANNON_SERIAL) is not None \
+                and value(s, "ssd_media_errors_total", serial=NVME1_SERIAL) is not None else None
+
+        s, text = wait_for(seen, timeout=30)
+        assert value(s, "ssd_life_left_ratio", serial=SHANNON_SERIAL) == pytest.approx(0.99)
+        assert value(s, "ssd_host_written_bytes_total", serial=NVME1_SERIAL) == 65602088 * 512000
+        assert value(s, "ssd_smart_healthy", serial=SDA_SERIAL) == 1
+        check_metrics(text)
+    finally:
+        stop(proc)
+    calls = host.calls()
+    assert any(c.startswith("smartctl --scan-open") for c in calls)
+    assert any(c.startswith("shannon-status -p /dev/scta") for c in calls)
+
+
+def test_on_this_machine_without_fakes(tmp_path):
+    """``ssdfleet agent`` as a user starts it here: the real tools (if installed), the real
+    /sys and /proc. Whatever the machine has (a virtual disk without SMART, as a rule), the
+    agent serves /metrics, promtool finds nothing wrong, no collector fails, and every whole
+    disk the kernel lists is a drive."""
+    proc, url = run_ssdfleet_agent(tmp_path, ["--state-dir", str(tmp_path / "state")], dict(os.environ))
+    try:
+        def ready():
+            assert proc.poll() is None, (tmp_path / "ssdfleet.log").read_text()
+            text = get_metrics(url)
+            if text is None:
+                return None
+            s = parse(text)
+            ran = {dict(ls)["collector"] for (n, ls) in s if n == "ssd_collector_success"}
+            return (s, text) if ran >= {"discovery", "smartctl", "shannon", "write_cache", "diskstats"} else None
+
+        s, text = wait_for(ready, timeout=60)
+        check_metrics(text)
+        for (name, labels), v in s.items():
+            if name == "ssd_collector_success":
+                assert v == 1, (dict(labels), (tmp_path / "ssdfleet.log").read_text())
+        disks = [n for n in os.listdir("/sys/block") if blockdev.is_candidate(n)
+                 and _size(f"/sys/block/{n}/size") > 0]
+        devices = {dict(ls)["device"] for (n, ls) in s if n == "ssd_drive_info"}
+        for disk in disks:
+            # an NVMe namespace (nvme0n1) is folded into its controller (nvme0)
+            assert re.sub(r"^(nvme\d+)n\d+$", r"\1", disk) in devices, (disk, devices)
+        assert value(s, "ssd_drives") == len(devices)
+    finally:
+        stop(proc)
+    log = (tmp_path / "ssdfleet.log").read_text()
+    assert "Traceback" not in log, log
+
+
+def _size(path: str) -> int:
+    try:
+        with open(path) as fh:
+            return int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def test_api_drives_json(agent):
@@ -192,3 +317,13 @@ def test_status_command_prints_the_table(host):
     # nvme1 has media errors: a warning, so the Nagios exit code is 1.
     assert "WARNING" in rows["nvme1"]
     assert r.returncode == 1, r.stderr
+
+
+def test_collect_into_a_closed_pipe_is_quiet(host):
+    """``ssdfleet collect --json | head -1``: the reader goes away; no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "agent", "collect", "--json"] + host.config_args(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT))
+    proc.stdout.close()  # before the command writes a byte
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
