@@ -22,8 +22,17 @@ Failure policy (a database host must never lose its agent over a state file):
   ``errors_total``, and the sample stays in a bounded in-memory buffer that reads include and
   the next successful write flushes. Nothing is lost while the process runs.
 
-Bad blocks are stored as ``bad_block_ratio`` (0..1), the one bad-block figure every drive
-kind normalises to; raw defect counts differ per kind and live in the snapshot, not here.
+Bad blocks are stored twice. ``bad_block_ratio`` (0..1) is what Shannon cards report.
+``bad_blocks`` is a count of grown bad blocks, which most drives report in some form: it is
+the sum of the reading's ``defects`` of the types in :data:`BAD_BLOCK_DEFECTS` (see there for
+what is in and what is left out), so the "bad blocks and their trend" view works for ATA,
+SCSI and Shannon alike. ``media_errors`` (NVMe media errors, SCSI uncorrected errors) is
+stored beside it.
+
+Schema versions (``PRAGMA user_version``): 1 had no ``bad_blocks`` or ``media_errors``;
+2 adds them. A version 1 file is upgraded in place at open with ``ALTER TABLE ... ADD
+COLUMN``, which keeps every row (its old rows read ``None`` there: not recorded then). A file
+that cannot be written is read as it is and upgraded by the first write that succeeds.
 
 Thread safety: the poller thread writes and the HTTP thread reads; one lock serialises all
 use of the single connection (opened with ``check_same_thread=False``).
@@ -43,7 +52,7 @@ from agent.model import DriveReading
 
 log = logging.getLogger("ssdfleet.history")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DAY = 86400.0
 
 _SCHEMA = (
@@ -55,15 +64,41 @@ _SCHEMA = (
         nand_written_bytes INTEGER,
         bad_block_ratio REAL,
         power_on_seconds INTEGER,
+        bad_blocks INTEGER,
+        media_errors INTEGER,
         PRIMARY KEY (serial, ts)
     )""",
     # retention deletes by time across all drives, including drives that have vanished
     "CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)",
 )
-_COLUMNS = (
+# Since when each of a drive's flags (agent.views) has been raised, so "since when" survives a
+# restart. Created by the first save, not at open: opening must not write (read-only files).
+_FLAGS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS flags (serial TEXT NOT NULL, key TEXT NOT NULL, since REAL NOT NULL, "
+    "PRIMARY KEY (serial, key))"
+)
+_V1_COLUMNS = (
     "serial, ts, life_left_ratio, host_written_bytes, nand_written_bytes, "
     "bad_block_ratio, power_on_seconds"
 )
+# Columns added after version 1, in order; each ALTER TABLE ADD COLUMN appends one.
+_ADDED_IN_V2 = (("bad_blocks", "INTEGER"), ("media_errors", "INTEGER"))
+_COLUMNS = _V1_COLUMNS + "".join(f", {name}" for name, _ in _ADDED_IN_V2)
+# What reads select from a version 1 file not yet upgraded: the same shape, NULL for the rest.
+_V1_SELECT = _V1_COLUMNS + "".join(f", NULL AS {name}" for name, _ in _ADDED_IN_V2)
+
+# Defect types (DriveReading.defects keys) counted as grown bad blocks, one per drive kind:
+# ATA "reallocated" (attribute 5: Reallocated_Sector_Ct, Reallocate_NAND_Blk_Cnt,
+# Retired_Block_Count: sectors or NAND blocks the drive has retired), SCSI "grown_defect"
+# (Elements in grown defect list) and Shannon "dynamic_bad_block" (blocks gone bad in use).
+# Every other type is left out, among them: Shannon "static_bad_block" (factory defects,
+# like the SCSI primary list: not grown, and constant); "pending" and
+# "offline_uncorrectable" (sectors not yet retired, which may yet be rewritten fine);
+# "reallocation_events" (events, not blocks); "program_fail" and "erase_fail" (failed
+# operations, not blocks); error counters such as "reported_uncorrectable" or
+# "udma_crc_errors". NVMe reports no bad-block count: its ``bad_blocks`` is None and
+# ``media_errors`` carries its health log's media errors.
+BAD_BLOCK_DEFECTS = ("reallocated", "grown_defect", "dynamic_bad_block")
 
 # SQLite primary result codes (sqlite3.h). Python 3.11+ exposes them on the exception as
 # ``sqlite_errorcode``; on 3.9/3.10 we fall back to the message text.
@@ -88,6 +123,8 @@ class Sample:
     nand_written_bytes: Optional[int] = None
     bad_block_ratio: Optional[float] = None
     power_on_seconds: Optional[int] = None
+    bad_blocks: Optional[int] = None  # grown bad blocks, see BAD_BLOCK_DEFECTS
+    media_errors: Optional[int] = None
 
     def as_row(self) -> tuple:
         return (
@@ -98,7 +135,16 @@ class Sample:
             self.nand_written_bytes,
             self.bad_block_ratio,
             self.power_on_seconds,
+            self.bad_blocks,
+            self.media_errors,
         )
+
+
+def bad_blocks_of(reading: DriveReading) -> Optional[int]:
+    """Grown bad blocks of a reading: the sum of its defects of the BAD_BLOCK_DEFECTS types,
+    None when it reports none of them (absent is not zero)."""
+    counts = [reading.defects[kind] for kind in BAD_BLOCK_DEFECTS if reading.defects.get(kind) is not None]
+    return sum(counts) if counts else None
 
 
 def default_state_dir(
@@ -235,6 +281,20 @@ def _header_problem(path: str) -> Optional[BaseException]:
     return None
 
 
+def _missing_columns(conn: sqlite3.Connection) -> List[Tuple[str, str]]:
+    """Columns of the current schema that the file's samples table lacks (an older file).
+    Raises sqlite3.Error."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(samples)")}
+    return [(name, kind) for name, kind in _ADDED_IN_V2 if name not in have]
+
+
+def _has_current_columns(conn: sqlite3.Connection) -> bool:
+    try:
+        return not _missing_columns(conn)
+    except sqlite3.Error:
+        return False  # read as version 1: NULL for the newer columns
+
+
 class History:
     """Per-drive samples over time, persisted in SQLite, with write rates and life slope.
 
@@ -265,6 +325,8 @@ class History:
         self._last_ts: Dict[str, float] = {}
         self._logged_errors: Set[str] = set()
         self._closed = False
+        # False while the file is an old schema that could not be upgraded yet (read-only)
+        self._schema_current = True
 
         # exported status
         self.healthy = True
@@ -282,6 +344,7 @@ class History:
         if conn is None:
             conn = self._connect(":memory:")
             self._configure(conn, check=False)
+            self._schema_current = True
         self._conn = conn
 
     # ------------------------------------------------------------------ opening
@@ -360,7 +423,50 @@ class History:
                 path,
                 exc,
             )
+            self._schema_current = _has_current_columns(conn)
+            return conn
+        try:
+            self._upgrade(conn)
+        except (sqlite3.Error, OSError) as exc:
+            # e.g. a full disk: the rows are fine, only the new columns could not be added
+            self._schema_current = False
+            self._note_error(exc, log_it=False)
+            self.healthy = False
+            log.error(
+                "history: cannot upgrade %s to schema version %d (%s); reading it as it is "
+                "and keeping new samples in memory until a write succeeds",
+                path,
+                SCHEMA_VERSION,
+                exc,
+            )
         return conn
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Bring the file to SCHEMA_VERSION in one transaction. Raises sqlite3.Error."""
+        missing = _missing_columns(conn)
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if missing or version < SCHEMA_VERSION:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for name, kind in missing:
+                    conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
+                if version < SCHEMA_VERSION:
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise
+            log.info(
+                "history: %s upgraded from schema version %d to %d (added: %s)",
+                self.path,
+                version,
+                max(version, SCHEMA_VERSION),
+                ", ".join(name for name, _ in missing) or "nothing",
+            )
+        self._schema_current = True
 
     def _open_failed(
         self, path: str, conn: Optional[sqlite3.Connection], exc: BaseException
@@ -453,6 +559,8 @@ class History:
                     nand_written_bytes=reading.nand_written_bytes,
                     bad_block_ratio=reading.bad_block_ratio,
                     power_on_seconds=reading.power_on_seconds,
+                    bad_blocks=bad_blocks_of(reading),
+                    media_errors=reading.media_errors,
                 )
             )
             self._last_ts[serial] = float(ts)
@@ -465,10 +573,12 @@ class History:
         cutoff = self._clock() - self.retention_seconds
         conn = self._conn
         try:
+            if not self._schema_current:
+                self._upgrade(conn)  # the file was not writable at open, or the disk was full
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(
-                    f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [s.as_row() for s in self._pending],
                 )
                 conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
@@ -535,7 +645,8 @@ class History:
             found: Dict[float, Sample] = {}
             if not self._closed:
                 try:
-                    query = f"SELECT {_COLUMNS} FROM samples WHERE serial = ?"
+                    columns = _COLUMNS if self._schema_current else _V1_SELECT
+                    query = f"SELECT {columns} FROM samples WHERE serial = ?"
                     args: tuple = (serial,)
                     if since is not None:
                         query += " AND ts >= ?"
@@ -599,6 +710,16 @@ class History:
             self.min_span_seconds,
         )
 
+    def bad_block_growth(
+        self, serial: str, now: float, window_seconds: float = 30 * DAY
+    ) -> Optional[int]:
+        """Grown bad blocks added over the window: the newest known count minus the oldest
+        (``bad_blocks`` of :func:`samples`); None with fewer than two known counts."""
+        points = self._points(serial, "bad_blocks", now, window_seconds)
+        if len(points) < 2:
+            return None
+        return int(points[-1][1] - points[0][1])
+
     @property
     def pending_count(self) -> int:
         """Samples held in memory because the last write failed."""
@@ -606,6 +727,44 @@ class History:
             return len(self._pending)
 
     # ------------------------------------------------------------------ closing
+
+    # ------------------------------------------------------------------ flags
+
+    def flag_times(self) -> Dict[Tuple[str, str], float]:
+        """When each (serial, flag key) that is up now was first raised, as last saved (see
+        :class:`agent.views.FlagTracker`); empty for a file that never saved any."""
+        with self._lock:
+            if self._closed:
+                return {}
+            try:
+                rows = self._conn.execute("SELECT serial, key, since FROM flags").fetchall()
+            except sqlite3.Error:  # no such table yet (an older file, never saved flags)
+                return {}
+            return {(serial, key): float(since) for serial, key, since in rows}
+
+    def save_flag_times(self, times: Dict[Tuple[str, str], float]) -> None:
+        """Replace the saved flag times. A failure is logged and counted like a failed sample
+        write; the caller keeps the times in memory."""
+        with self._lock:
+            if self._closed:
+                return
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute(_FLAGS_TABLE)
+                    conn.execute("DELETE FROM flags")
+                    conn.executemany("INSERT INTO flags (serial, key, since) VALUES (?, ?, ?)",
+                                     [(serial, key, since) for (serial, key), since in sorted(times.items())])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                    raise
+            except (sqlite3.Error, OSError) as exc:
+                self._note_error(exc)
 
     def close(self) -> None:
         with self._lock:

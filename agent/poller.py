@@ -202,6 +202,7 @@ class Poller:
         self._cache_time: Dict[str, float] = {}
         self._io: Dict[str, IoStats] = {}  # drive label -> counters
         self._io_time = 0.0
+        self._diskstats_bad_lines: Set[Tuple[str, str]] = set()  # (device, reason) logged once
         self._busy: Dict[str, float] = {}  # device -> start of the probe in flight
         self._stuck: Dict[str, int] = {}  # device -> pid that outlived SIGKILL
         self._problems: Dict[str, str] = {}
@@ -464,6 +465,7 @@ class Poller:
         if "smartctl" in self.config.collectors:
             if self._smart_json is None:
                 self._smart_json = self._detect_smartctl_json()
+                self.write_cache.smartctl_json = self._smart_json
             json_scan = bool(self._smart_json)
             result = self._probe(SCAN_PROBE, lambda: self.smartctl.scan(json_output=json_scan))
             if result is None:
@@ -537,6 +539,7 @@ class Poller:
             slow = set(self._smart_slow)
         if self._smart_json is None:
             self._smart_json = self._detect_smartctl_json()
+            self.write_cache.smartctl_json = self._smart_json
         use_json = self._smart_json is not False
         # Drives that failed or timed out last time go to the back of the queue, so they do
         # not hold the probe slots while healthy drives wait.
@@ -764,8 +767,11 @@ class Poller:
             block = self._cache_block_device(drive)
             if block is None:
                 continue
+            # A drive SMART found asleep is not woken for its cache state: sysfs answers alone.
+            asleep = drive.reading.power_state == "standby"
             got = self._probe(
-                drive.device, lambda b=block, k=drive.reading.kind: tuple(self.write_cache.read(b, k))
+                drive.device,
+                lambda b=block, k=drive.reading.kind, z=asleep: tuple(self.write_cache.read(b, k, standby=z)),
             )
             if got is None:
                 continue
@@ -806,17 +812,24 @@ class Poller:
         except (OSError, ParseError) as exc:
             errors.append(f"diskstats: {exc}")
             disks = None
+        # A line the parser could not read costs only that device its counters. Each bad line
+        # is logged and counted once; while it stays, the collector is not a success.
+        unread: List[str] = []
         if disks is not None:
-            folded: Dict[str, IoStats] = {}
-            for name, io in disks.items():
-                label = diskstats.drive_device_for(name)
-                folded[label] = _add_io(folded.get(label), io)
+            for bad in stats.errors:
+                key = (bad.device, bad.reason)
+                if key in self._diskstats_bad_lines:
+                    unread.append(f"diskstats: {bad}")
+                else:
+                    self._diskstats_bad_lines.add(key)
+                    errors.append(f"diskstats: skipped {bad}")
+            folded = diskstats.fold_by_drive(disks)
             with self._lock:
                 self._io = folded
                 self._io_time = self.clock()
         for e in errors:
             log.warning("%s", e)
-        self._finish("diskstats", started, errors)
+        self._finish("diskstats", started, errors, unread)
 
     # ------------------------------------------------------------------ history
 
@@ -962,13 +975,3 @@ def _reading_from_block(b: blockdev.BlockDevice) -> DriveReading:
         is_ssd=None if b.rotational is None else not b.rotational,
         sources={"identity": "sysfs"},
     )
-
-
-def _add_io(a: Optional[IoStats], b: IoStats) -> IoStats:
-    if a is None:
-        return b
-    values = {}
-    for name in b.__dataclass_fields__:
-        x, y = getattr(a, name), getattr(b, name)
-        values[name] = None if x is None or y is None else x + y
-    return IoStats(**values)

@@ -267,7 +267,7 @@ class Validator:
                     candidates.append(variant)
         return self._match("smartctl", "read", args, candidates, name)
 
-    def _wcache_reader(self, prefix: str, runner: Callable[..., ToolResult]):
+    def _wcache_reader(self, prefix: str, runner: Callable[..., ToolResult], smartctl_json: Optional[bool] = None):
         from collectors.write_cache import WriteCacheReader
 
         return WriteCacheReader(
@@ -277,6 +277,7 @@ class Validator:
             smartctl=self._paths["smartctl"],
             runner=runner,
             dev_root=prefix.rstrip("/"),
+            smartctl_json=smartctl_json,
         )
 
     def _smartctl_wcache(self, args: List[str]) -> Command:
@@ -286,9 +287,11 @@ class Validator:
         prefix, name = self.device(args[-1], _WCACHE_DEVICES, dev_type)
         # WriteCacheReader's builders are private methods; calling them keeps one definition
         # of each argv (the reader asks smartctl -g wcache for ATA and SCSI drives).
+        # JSON (smartmontools 7+) and text (older): the reader asks in the form its smartctl has.
         candidates = [
-            _built(lambda r, k=kind: self._wcache_reader(prefix, r)._smartctl(name, k))
+            _built(lambda r, k=kind, j=as_json: self._wcache_reader(prefix, r, j)._smartctl(name, k))
             for kind in (KIND_ATA, KIND_SCSI, "")
+            for as_json in (True, False)
         ]
         return self._match("smartctl", "wcache", args, candidates, name)
 

@@ -8,24 +8,34 @@ after major, minor and name: reads completed, reads merged, sectors read, ms rea
 completed, writes merged, sectors written, ms writing; I/Os in flight, ms busy, weighted ms;
 then (4.18+) discards completed, merged, sectors, ms; then (5.5+) flushes completed, ms.
 
-The kernel only ever appends groups of counters, so a whole-disk line has 3 + 11 fields (up to
+Field counts. The kernel only ever appends whole groups of counters: 3 + 11 fields (up to
 4.17), 3 + 15 (4.18 adds discards completed/merged/sectors/ms) or 3 + 17 (5.5 adds flushes
 completed/ms). Kernels before 2.6.25 printed partitions with 4 counters only (reads, sectors
-read, writes, sectors written): 7 fields. Any other count is not kernel output and is rejected:
-sysstat's test suite, for one, carries a 17-field line.
+read, writes, sectors written): 7 fields. Lines of 15 to 17 fields are printed by no mainline
+kernel but exist: sysstat's test suite carries one (``sds`` in its root1..root3 trees) and
+sysstat reads such a line as the 11 classic counters, since it uses the discard group only
+when all four fields are there. We do the same: a partial group is checked (every field must
+still be a counter) and ignored, so 15..17 fields read as 14 and 19 as 18. More than 20 fields
+read as 20 (a future kernel appending a group).
+
+One bad line does not cost the other disks their counters. Like node_exporter, the parser
+keeps every line it can read and reports the others in ``errors`` of the result (a line of 8
+to 13 or fewer than 7 fields, a counter that is not an unsigned decimal, a device listed
+twice); only input with nothing usable in it raises ParseError.
 
 Units are converted here, once: a diskstats "sector" is always 512 bytes whatever the device's
 logical sector size (the block layer counts in 512-byte units), and all times are milliseconds.
 
-``parse_*`` functions are pure; :class:`DiskstatsReader` does the reading.
+``parse_*`` and :func:`fold_by_drive` are pure; :class:`DiskstatsReader` does the reading.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import os
 import re
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from agent.model import IoStats, ParseError
 
@@ -34,7 +44,7 @@ DISKSTATS_SECTOR_BYTES = 512
 _MS_PER_SECOND = 1000.0
 
 # 3 identifying fields + counters. 7: partition on kernels < 2.6.25; 14: base; 18: + discards
-# (4.18); 20: + flushes (5.5). Longer lines are read as 20 (a future kernel appending a group).
+# (4.18); 20: + flushes (5.5). Counts in between read as the group below (see the module doc).
 _OLD_PARTITION_FIELDS = 7
 _BASE_FIELDS = 14
 _DISCARD_FIELDS = 18
@@ -57,23 +67,78 @@ _PARTITION_LETTERS = re.compile(r"^(?P<disk>(?:sd|hd|vd|xvd|df)[a-z]+)\d+$")
 _NVME_NAMESPACE = re.compile(r"^(?P<ctrl>nvme\d+)(?:c\d+)?n\d+(?:p\d+)?$")
 
 
-def _counter(token: str, lineno: int, line: str) -> int:
+@dataclasses.dataclass(frozen=True)
+class LineError:
+    """A diskstats line that was skipped, and why.
+
+    ``reason`` names the fault (a field count, the one bad token), not the line's counters, so
+    a line that stays broken gives the same reason on every read while its counters move:
+    ``(device, reason)`` is a key for logging it once.
+    """
+
+    lineno: int
+    device: Optional[str]  # the third field, when the line has one
+    reason: str
+    line: str
+
+    def __str__(self) -> str:
+        return f"line {self.lineno}: {self.reason}: {self.line!r}"
+
+
+class DiskstatsReading(collections.abc.Mapping):
+    """One diskstats snapshot: counters keyed by kernel device name, plus the lines skipped.
+
+    It is a read-only mapping (``reading["sda"]``, ``.items()``), so code that wants the
+    counters alone uses it as a dict; ``errors`` lists the lines that could not be read.
+    """
+
+    def __init__(self, stats: Mapping[str, IoStats], errors: Sequence[LineError] = ()) -> None:
+        self._stats: Dict[str, IoStats] = dict(stats)
+        self.errors: Tuple[LineError, ...] = tuple(errors)
+
+    def __getitem__(self, name: str) -> IoStats:
+        return self._stats[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stats)
+
+    def __len__(self) -> int:
+        return len(self._stats)
+
+    def __eq__(self, other: object) -> bool:
+        # Against another reading the skipped lines count too; against a plain mapping only
+        # the counters can be compared.
+        if isinstance(other, DiskstatsReading):
+            return self._stats == other._stats and self.errors == other.errors
+        if isinstance(other, collections.abc.Mapping):
+            return self._stats == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"DiskstatsReading({self._stats!r}, errors={self.errors!r})"
+
+
+class _BadLine(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _counter(token: str) -> int:
     # isdigit() rejects "-1", "+1", "1.5" and "0x10": the kernel prints unsigned decimals.
     if not token.isascii() or not token.isdigit():
-        raise ParseError(f"line {lineno}: {token!r} is not a non-negative integer: {line.strip()!r}")
+        raise _BadLine(f"{token!r} is not a non-negative integer")
     return int(token)
 
 
-def _parse_line(line: str, lineno: int) -> Optional[Tuple[str, IoStats]]:
-    """One diskstats line -> (name, counters); None for an old 7-field partition line."""
-    fields = line.split()
+def _parse_line(fields: List[str]) -> Optional[IoStats]:
+    """The counters of one split line; None for an old 7-field partition line. Raises _BadLine."""
     count = len(fields)
-    if count not in (_OLD_PARTITION_FIELDS, _BASE_FIELDS, _DISCARD_FIELDS) and count < _FLUSH_FIELDS:
-        raise ParseError(f"line {lineno}: {count} fields, expected 7, 14, 18 or 20: {line.strip()!r}")
-    _counter(fields[0], lineno, line)  # major
-    _counter(fields[1], lineno, line)  # minor
-    name = fields[2]
-    values = [_counter(tok, lineno, line) for tok in fields[3:]]
+    if count != _OLD_PARTITION_FIELDS and count < _BASE_FIELDS:
+        raise _BadLine(f"{count} fields, expected 7 or at least 14")
+    _counter(fields[0])  # major
+    _counter(fields[1])  # minor
+    values = [_counter(tok) for tok in fields[3:]]  # every field is checked, used or not
     if count == _OLD_PARTITION_FIELDS:
         # Pre-2.6.25 partition line: only reads, sectors read, writes, sectors written. IoStats
         # cannot say "merged/time unknown" and absent is not zero, so the line is checked and
@@ -93,6 +158,7 @@ def _parse_line(line: str, lineno: int) -> Optional[Tuple[str, IoStats]]:
         io_time_seconds=v[9] / _MS_PER_SECOND,
         weighted_io_time_seconds=v[10] / _MS_PER_SECOND,
     )
+    # 15..17 fields: a partial discard group, checked above and not used (see the module doc).
     if count >= _DISCARD_FIELDS:
         # v[12] is "discards merged": IoStats has no field for it.
         stats = dataclasses.replace(
@@ -103,57 +169,89 @@ def _parse_line(line: str, lineno: int) -> Optional[Tuple[str, IoStats]]:
         )
     if count >= _FLUSH_FIELDS:
         stats = dataclasses.replace(stats, flushes_completed=v[15], flush_time_seconds=v[16] / _MS_PER_SECOND)
-    return name, stats
+    return stats
 
 
-def _add(snapshot: Dict[str, IoStats], parsed: Optional[Tuple[str, IoStats]], lineno: int) -> None:
-    if parsed is None:
-        return
-    name, stats = parsed
-    if name in snapshot:
-        raise ParseError(f"line {lineno}: device {name!r} appears twice in one snapshot")
-    snapshot[name] = stats
+class _Collector:
+    """Accumulates one snapshot: good lines into ``stats``, bad ones into ``errors``."""
+
+    def __init__(self) -> None:
+        self.stats: Dict[str, IoStats] = {}
+        self.errors: List[LineError] = []
+
+    def add(self, fields: List[str], lineno: int, line: str) -> bool:
+        """Read one device line; True when it was usable (an old partition line counts)."""
+        device = fields[2] if len(fields) > 2 else None
+        try:
+            stats = _parse_line(fields)
+            if stats is not None and device in self.stats:
+                raise _BadLine(f"device {device!r} appears twice in one snapshot; the first line is kept")
+        except _BadLine as bad:
+            self.errors.append(LineError(lineno, device, bad.reason, line.strip()))
+            return False
+        if stats is not None:
+            self.stats[fields[2]] = stats  # a line with counters has at least 14 fields
+        return True
+
+    def reading(self) -> DiskstatsReading:
+        return DiskstatsReading(self.stats, self.errors)
 
 
-def parse_diskstats(text: str) -> Dict[str, IoStats]:
+def _nothing_usable(errors: Sequence[LineError]) -> ParseError:
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more bad lines)" if len(errors) > 1 else ""
+    return ParseError(f"no usable diskstats line: {first}{more}")
+
+
+def parse_diskstats(text: str) -> DiskstatsReading:
     """Parse one /proc/diskstats snapshot into counters keyed by kernel device name.
 
     Every device is returned, partitions and virtual devices included (see whole_disks()),
     except 7-field partition lines of kernels before 2.6.25, which are checked and skipped.
-    Raises ParseError for empty input, a line of the wrong shape, a non-numeric or negative
-    counter, a device listed twice, or a pt-stalk ``TS`` line (use parse_diskstats_snapshots).
+    A line that cannot be read is left out and listed in the result's ``errors``; the other
+    lines are kept. Raises ParseError for empty input, input with no usable line, and a
+    pt-stalk ``TS`` line (use parse_diskstats_snapshots).
     """
-    snapshot: Dict[str, IoStats] = {}
+    collector = _Collector()
     seen_line = False
+    usable = False
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+        fields = line.split()
+        if not fields:
             continue
         seen_line = True
-        if line.split()[0] == "TS":
+        if fields[0] == "TS":
             raise ParseError(
                 f"line {lineno}: timestamp line in a single snapshot (use parse_diskstats_snapshots): {line.strip()!r}"
             )
-        _add(snapshot, _parse_line(line, lineno), lineno)
+        usable = collector.add(fields, lineno, line) or usable
     if not seen_line:
         raise ParseError("empty diskstats")
-    return snapshot
+    if not usable:
+        raise _nothing_usable(collector.errors)
+    return collector.reading()
 
 
-def parse_diskstats_snapshots(text: str) -> List[Tuple[Optional[float], Dict[str, IoStats]]]:
+def parse_diskstats_snapshots(text: str) -> List[Tuple[Optional[float], DiskstatsReading]]:
     """Parse a series of diskstats snapshots as pt-stalk / pt-diskstats capture them.
 
     Each snapshot starts with ``TS <unix time> [<anything>]``; lines before the first TS line
     form a snapshot without a time (so plain /proc/diskstats gives one ``(None, {...})``).
     A TS line with no device lines after it gives an empty snapshot: it is what was captured.
+    Bad device lines are left out and listed in their snapshot's ``errors``. Raises ParseError
+    for empty input, a malformed TS line (it would misplace every snapshot boundary after it),
+    and device lines none of which could be read.
     """
-    snapshots: List[Tuple[Optional[float], Dict[str, IoStats]]] = []
-    current: Optional[Dict[str, IoStats]] = None
+    snapshots: List[Tuple[Optional[float], _Collector]] = []
+    current: Optional[_Collector] = None
     seen_line = False
+    device_lines = 0
+    usable = False
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+        fields = line.split()
+        if not fields:
             continue
         seen_line = True
-        fields = line.split()
         if fields[0] == "TS":
             if len(fields) < 2:
                 raise ParseError(f"line {lineno}: TS line without a time: {line.strip()!r}")
@@ -163,16 +261,19 @@ def parse_diskstats_snapshots(text: str) -> List[Tuple[Optional[float], Dict[str
                 raise ParseError(f"line {lineno}: TS time {fields[1]!r} is not a number: {line.strip()!r}") from None
             if stamp != stamp or stamp < 0:  # NaN or negative
                 raise ParseError(f"line {lineno}: TS time out of range: {line.strip()!r}")
-            current = {}
+            current = _Collector()
             snapshots.append((stamp, current))
             continue
         if current is None:
-            current = {}
+            current = _Collector()
             snapshots.append((None, current))
-        _add(current, _parse_line(line, lineno), lineno)
+        device_lines += 1
+        usable = current.add(fields, lineno, line) or usable
     if not seen_line:
         raise ParseError("empty diskstats")
-    return snapshots
+    if device_lines and not usable:
+        raise _nothing_usable([e for _, c in snapshots for e in c.errors])
+    return [(stamp, collector.reading()) for stamp, collector in snapshots]
 
 
 def _is_partition(name: str) -> bool:
@@ -240,6 +341,45 @@ def drive_device_for(block_device: str) -> str:
     return block_device
 
 
+def fold_by_drive(disks: Mapping[str, IoStats]) -> Dict[str, IoStats]:
+    """Fold whole-disk counters into one entry per drive, keyed by :func:`drive_device_for`.
+
+    Only NVMe folds in practice: namespaces nvme0n1, nvme0n2 (and multipath paths nvme0c1n1)
+    become controller nvme0. Pass whole disks (see whole_disks()): a partition folded into its
+    disk would count its I/O twice.
+
+    Counts, bytes and times spent (read, write, discard, flush and the weighted time, which
+    adds up every request's time in the queue) are summed, as are the requests in flight.
+    Busy time (``io_time_seconds``, the wall time with at least one request in flight) is
+    not: two namespaces busy during the same second would add up to two busy seconds, a
+    utilisation of 200%. The controller's true busy time lies between the largest namespace's
+    and the sum; the largest is taken, a lower bound that never exceeds wall time and is exact
+    when one namespace carries the load. A maximum of counters still only grows, unless the
+    busiest namespace is removed, which reads as a counter reset. A field that any namespace
+    does not report (None) is None for the drive.
+    """
+    out: Dict[str, IoStats] = {}
+    for name in sorted(disks):
+        label = drive_device_for(name)
+        out[label] = _fold(out.get(label), disks[name])
+    return out
+
+
+def _fold(a: Optional[IoStats], b: IoStats) -> IoStats:
+    if a is None:
+        return b
+    values = {}
+    for field in dataclasses.fields(IoStats):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if x is None or y is None:
+            values[field.name] = None
+        elif field.name == "io_time_seconds":
+            values[field.name] = max(x, y)
+        else:
+            values[field.name] = x + y
+    return IoStats(**values)
+
+
 _DEFAULT_PROCFS = "/proc"
 
 
@@ -253,7 +393,9 @@ class DiskstatsReader:
     ``in_flight`` and ``weighted_io_time_seconds`` are required by IoStats and are set to 0,
     which is not a measurement. Prefer the file.
 
-    OSError from reading propagates: the poller records the collector as failed.
+    OSError from reading propagates, and so does ParseError for a file with no usable line:
+    the poller records the collector as failed. Lines skipped in a file that was otherwise
+    read are in the result's ``errors``.
     """
 
     def __init__(self, procfs_root: str = _DEFAULT_PROCFS, use_psutil: bool = False) -> None:
@@ -264,14 +406,15 @@ class DiskstatsReader:
     def path(self) -> str:
         return os.path.join(self.procfs_root, "diskstats")
 
-    def read(self) -> Dict[str, IoStats]:
+    def read(self) -> DiskstatsReading:
+        """The current counters; bad lines are in the result's ``errors`` (none via psutil)."""
         if self.use_psutil and os.path.normpath(self.procfs_root) == _DEFAULT_PROCFS:
             return self._read_psutil()
         with open(self.path, encoding="ascii", errors="replace") as handle:
             return parse_diskstats(handle.read())
 
     @staticmethod
-    def _read_psutil() -> Dict[str, IoStats]:
+    def _read_psutil() -> DiskstatsReading:
         import psutil  # optional dependency, imported only on this path
 
         # nowrap=False: psutil would otherwise keep process-wide state to hide counter wraps,
@@ -292,4 +435,4 @@ class DiskstatsReader:
                 io_time_seconds=c.busy_time / _MS_PER_SECOND,
                 weighted_io_time_seconds=0.0,  # not reported by psutil
             )
-        return out
+        return DiskstatsReading(out)

@@ -16,7 +16,8 @@ Sources, in the order the reader consults them:
   ``/sys/class/scsi_disk/<H:C:T:L>/cache_type``; source ``scsi_cache_type``): the WCE bit of
   the drive's caching mode page as sd last read it. libata disks have it too.
 * the drive itself: ``hdparm -W`` (ATA IDENTIFY), ``nvme get-feature -f 6`` (Volatile Write
-  Cache feature), ``smartctl -g wcache --json``.
+  Cache feature), ``smartctl -g wcache --json``, or ``smartctl -g wcache`` in plain text where
+  smartctl is older than 7.0 and has no ``--json``.
 
 Parsers are pure; :class:`WriteCacheReader` does the I/O through an injected sysfs root and an
 injected tool runner.
@@ -320,6 +321,78 @@ def parse_smartctl_wcache_json(data: Union[str, bytes, Mapping]) -> WriteCacheSt
 
 
 # --------------------------------------------------------------------------------------------
+# smartctl -g wcache (plain text: smartctl 5.41 .. 6.x have -g but no --json)
+#
+#   smartctl 6.6 2016-05-31 r4324 [x86_64-linux-4.9.0-3-amd64] (local build)
+#   Copyright (C) 2002-16, Bruce Allen, Christian Franke, www.smartmontools.org
+#
+#   Write cache is:   Enabled
+#
+# ataprint.cpp prints "Write cache is:   %s": Enabled or Disabled from IDENTIFY word 85 bit 5,
+# "Unavailable" when word 82 bit 5 (the feature) is clear or word 83 is not valid; hdparm
+# reads the same bit as "not supported". scsiprint.cpp prints "Writeback Cache is:   %s" from
+# the caching mode page's WCE bit, "Unavailable" when the mode page could not be read: an
+# error, so unknown. ``smartctl -x`` includes ``-g all``, so -x captures carry the same lines.
+# Without such a line smartctl said why in its own words after the banner ("Device is in
+# STANDBY mode, exit(2)", "Smartctl open device: /dev/vda [SAT] failed: ...").
+# --------------------------------------------------------------------------------------------
+
+_WCACHE_TEXT = re.compile(r"^(?P<what>Write cache|Writeback Cache) is:\s*(?P<value>.*?)\s*$")
+_WCACHE_TEXT_STATES = {
+    ("Write cache", "Enabled"): (CACHE_ENABLED, None),
+    ("Write cache", "Disabled"): (CACHE_DISABLED, None),
+    ("Write cache", "Unavailable"): (
+        CACHE_UNSUPPORTED,
+        "smartctl: Write cache is Unavailable (ATA IDENTIFY: no write cache feature)",
+    ),
+    ("Writeback Cache", "Enabled"): (CACHE_ENABLED, None),
+    ("Writeback Cache", "Disabled"): (CACHE_DISABLED, None),
+    ("Writeback Cache", "Unavailable"): (
+        CACHE_UNKNOWN,
+        "smartctl: Writeback Cache is Unavailable (the caching mode page could not be read)",
+    ),
+}
+_SMARTCTL_BANNER = re.compile(r"^(?:smartctl \d+\.\d+\b|Copyright \(C\))")
+
+
+def parse_smartctl_wcache_text(text: str, exit_status: Optional[int] = None) -> WriteCacheState:
+    """Parse ``smartctl -g wcache`` plain-text output (or any smartctl text holding that line).
+
+    ``exit_status`` is smartctl's, when known: it goes into the detail of an unknown answer.
+    Raises ParseError for empty text, text that is neither a cache line nor smartctl's banner,
+    a cache value smartctl does not print, and two lines that disagree.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise ParseError("empty smartctl output")
+    found: Optional[Tuple[str, Optional[str]]] = None
+    banner = False
+    said: List[str] = []
+    for line in lines:
+        match = _WCACHE_TEXT.match(line)
+        if match:
+            key = (match.group("what"), match.group("value"))
+            if key not in _WCACHE_TEXT_STATES:
+                raise ParseError(f"unknown {key[0]!r} value {key[1]!r}: {line!r}")
+            answer = _WCACHE_TEXT_STATES[key]
+            if found is not None and found != answer:
+                raise ParseError(f"two write cache lines disagree: {line!r}")
+            found = answer
+        elif _SMARTCTL_BANNER.match(line):
+            banner = True
+        else:
+            said.append(line)
+    if found is not None:
+        return WriteCacheState(found[0], SOURCE_SMARTCTL, found[1])
+    if not banner:
+        raise ParseError(f"not smartctl output: {lines[0]!r}")
+    reason = said[0] if said else "no write cache line"
+    if exit_status is not None:
+        reason = f"smartctl exit status {exit_status}: {reason}"
+    return WriteCacheState(CACHE_UNKNOWN, SOURCE_SMARTCTL, reason)
+
+
+# --------------------------------------------------------------------------------------------
 # Decisions
 # --------------------------------------------------------------------------------------------
 
@@ -369,6 +442,8 @@ Runner = Callable[..., ToolResult]
 
 # smartctl -d type per drive kind; always explicit so smartctl never guesses.
 _SMARTCTL_TYPES = {KIND_ATA: "sat", KIND_SCSI: "scsi"}
+# smartctl before 7.0 given --json: "=======> UNRECOGNIZED OPTION: json", exit status 1.
+_NO_JSON_OPTION = re.compile(r"UNRECOGNIZED OPTION: json\b")
 
 
 class WriteCacheReader:
@@ -391,9 +466,17 @@ class WriteCacheReader:
     installed, not executable) adds nothing: a host without nvme-cli is "no data" for that
     source, not a failure on every poll; the reason is kept in ``unavailable`` for the agent to
     show once. read() itself never raises for the tools' faults.
-    hdparm -W only reads IDENTIFY data, which a drive in standby normally answers without
-    spinning up (and SSDs have nothing to spin); smartctl gets ``-n standby`` so it never wakes
-    a sleeping drive.
+
+    ``smartctl_json`` says whether smartctl has ``--json`` (7.0+): True asks in JSON, False in
+    plain text (5.41 .. 6.x), None (not known yet) asks in JSON and, when smartctl answers
+    that it does not know the option, sets it to False and asks again in text. The agent sets
+    it once it has read ``smartctl --version``.
+
+    Sleeping drives: ``read(..., standby=True)``, for a drive the caller knows is in standby,
+    reads sysfs only and runs no tool, so the cache state never wakes it. Otherwise hdparm -W
+    only reads IDENTIFY data, which a drive in standby normally answers without spinning up
+    (and SSDs have nothing to spin), and smartctl gets ``-n standby`` so it never wakes a
+    sleeping drive either.
     """
 
     def __init__(
@@ -405,6 +488,7 @@ class WriteCacheReader:
         runner: Runner = run_tool,
         timeout: float = 10.0,
         dev_root: str = "/dev",
+        smartctl_json: Optional[bool] = None,
     ) -> None:
         self.sysfs_root = sysfs_root
         self.hdparm = hdparm
@@ -413,6 +497,7 @@ class WriteCacheReader:
         self.runner = runner
         self.timeout = timeout
         self.dev_root = dev_root
+        self.smartctl_json = smartctl_json
         # tool path -> why it could not be started, as last seen (e.g. "nvme: not found")
         self.unavailable: Dict[str, str] = {}
 
@@ -467,6 +552,15 @@ class WriteCacheReader:
 
     # tools ------------------------------------------------------------------------------
 
+    def _start(self, argv: List[str]) -> Optional[ToolResult]:
+        """Run one tool; None when it could not be started at all (see read())."""
+        result = self.runner(argv, timeout=self.timeout)
+        if result.error is not None:
+            self.unavailable[argv[0]] = result.error
+            return None
+        self.unavailable.pop(argv[0], None)
+        return result
+
     def _run(
         self,
         argv: List[str],
@@ -474,13 +568,19 @@ class WriteCacheReader:
         parse: Callable[[str], WriteCacheState],
         with_stderr: bool,
     ) -> Optional[WriteCacheState]:
-        """Run one tool; None when it could not be started at all (see read())."""
-        result = self.runner(argv, timeout=self.timeout)
-        tool = os.path.basename(argv[0])
-        if result.error is not None:
-            self.unavailable[argv[0]] = result.error
-            return None
-        self.unavailable.pop(argv[0], None)
+        """Run one tool and read its answer; None when it could not be started at all."""
+        result = self._start(argv)
+        return None if result is None else self._interpret(result, argv[0], source, parse, with_stderr)
+
+    @staticmethod
+    def _interpret(
+        result: ToolResult,
+        tool_path: str,
+        source: str,
+        parse: Callable[[str], WriteCacheState],
+        with_stderr: bool,
+    ) -> WriteCacheState:
+        tool = os.path.basename(tool_path)
         if not result.ok_to_parse:
             return WriteCacheState(CACHE_UNKNOWN, source, f"{tool}: {result.describe()}")
         stdout = result.stdout.decode("utf-8", errors="replace")
@@ -507,16 +607,38 @@ class WriteCacheReader:
         argv = [self.nvme, "get-feature", controller, "-f", str(_NVME_VWC_FID)]
         return self._run(argv, SOURCE_NVME, parse_nvme_feature_vwc, True)
 
-    def _smartctl(self, block_device: str, kind: str) -> Optional[WriteCacheState]:
-        argv = [self.smartctl, "-g", "wcache", "--json", "-n", "standby"]
+    def _smartctl_argv(self, block_device: str, kind: str, json_output: bool) -> List[str]:
+        argv = [self.smartctl, "-g", "wcache"] + (["--json"] if json_output else []) + ["-n", "standby"]
         if kind in _SMARTCTL_TYPES:
             argv += ["-d", _SMARTCTL_TYPES[kind]]
         argv.append(os.path.join(self.dev_root, block_device))
-        return self._run(argv, SOURCE_SMARTCTL, parse_smartctl_wcache_json, False)
+        return argv
 
-    def read(self, block_device: str, kind: str) -> List[WriteCacheState]:
-        """Every answer for ``block_device`` (kernel name: sda, nvme0n1, dfa), sysfs first."""
+    def _smartctl(self, block_device: str, kind: str) -> Optional[WriteCacheState]:
+        if self.smartctl_json is not False:
+            result = self._start(self._smartctl_argv(block_device, kind, json_output=True))
+            if result is None:
+                return None
+            said = result.stdout.decode("utf-8", errors="replace")
+            if not (self.smartctl_json is None and result.ok_to_parse and _NO_JSON_OPTION.search(said)):
+                return self._interpret(result, self.smartctl, SOURCE_SMARTCTL, parse_smartctl_wcache_json, False)
+            self.smartctl_json = False  # smartctl < 7.0: remember, and ask in text from now on
+        result = self._start(self._smartctl_argv(block_device, kind, json_output=False))
+        if result is None:
+            return None
+        status = result.exit_code
+        return self._interpret(
+            result, self.smartctl, SOURCE_SMARTCTL, lambda text: parse_smartctl_wcache_text(text, status), False
+        )
+
+    def read(self, block_device: str, kind: str, standby: bool = False) -> List[WriteCacheState]:
+        """Every answer for ``block_device`` (kernel name: sda, nvme0n1, dfa), sysfs first.
+
+        ``standby=True`` (the caller knows the drive sleeps): sysfs only, no tool is run.
+        """
         states = self.read_sysfs(block_device)
+        if standby:
+            return states
         asked: List[Optional[WriteCacheState]] = []
         if kind == KIND_ATA:
             asked.append(self._hdparm(block_device))

@@ -14,7 +14,10 @@ import pytest
 from agent.model import IoStats, ParseError
 from collectors.diskstats import (
     DiskstatsReader,
+    DiskstatsReading,
+    LineError,
     drive_device_for,
+    fold_by_drive,
     parse_diskstats,
     parse_diskstats_snapshots,
     whole_disks,
@@ -27,6 +30,9 @@ PROCFS = "iostat/proc-diskstats/procfs__fixtures_proc_diskstats.txt"  # Apache-2
 # partition lines of kernels < 2.6.25 (small.txt), cciss/ names with a slash (diskstats-001).
 PT_SMALL = "iostat/proc-diskstats/percona-toolkit__pt-diskstats_small.txt"
 PT_CCISS = "iostat/proc-diskstats/percona-toolkit__pt-diskstats_diskstats-001.txt"
+# GPL-2.0-or-later, sysstat's test trees: 18-field lines (4.18 discards), one 20-field line
+# (root3 sdc), and the 17-field "sds" line no mainline kernel prints (see the module doc).
+SYSSTAT = [f"iostat/proc-diskstats/sysstat__root{n}_proc_diskstats.txt" for n in (1, 2, 3)]
 SYSFS = "write-cache/sysfs"
 
 
@@ -142,7 +148,55 @@ REAL_LINES = [
             weighted_io_time_seconds=1206301256 / 1000,
         ),
     ),
+    # 18 fields with non-zero discards (sysstat root1):
+    # "65 0 sdq 49401 2722 3195008 622070 0 0 0 0 0 32562 714008 8638 547 362610 123000"
+    (
+        SYSSTAT[0],
+        "sdq",
+        IoStats(
+            reads_completed=49401,
+            reads_merged=2722,
+            read_bytes=3195008 * 512,
+            read_time_seconds=622070 / 1000,
+            writes_completed=0,
+            writes_merged=0,
+            written_bytes=0,
+            write_time_seconds=0.0,
+            in_flight=0,
+            io_time_seconds=32562 / 1000,
+            weighted_io_time_seconds=714008 / 1000,
+            discards_completed=8638,
+            discarded_bytes=362610 * 512,
+            discard_time_seconds=123000 / 1000,
+        ),
+    ),
 ]
+
+# 17 fields, the 11 classic counters and a partial discard group of three zeros, read as 14:
+# root1 "65 32 sds 386 416 8554 100 727 820 8746 3902 0 762 7902 0 0 0"
+# root2 "65 32 sds 486 516 9554 800 827 920 8946 4902 0 862 9002 0 0 0"
+# root3 "65 32 sds 555 599 9594 890 897 990 9096 5002 0 962 10002 0 0 0"
+SDS_17 = [
+    (SYSSTAT[0], (386, 416, 8554, 100, 727, 820, 8746, 3902, 0, 762, 7902)),
+    (SYSSTAT[1], (486, 516, 9554, 800, 827, 920, 8946, 4902, 0, 862, 9002)),
+    (SYSSTAT[2], (555, 599, 9594, 890, 897, 990, 9096, 5002, 0, 962, 10002)),
+]
+
+
+def _classic(v):
+    return IoStats(
+        reads_completed=v[0],
+        reads_merged=v[1],
+        read_bytes=v[2] * 512,
+        read_time_seconds=v[3] / 1000,
+        writes_completed=v[4],
+        writes_merged=v[5],
+        written_bytes=v[6] * 512,
+        write_time_seconds=v[7] / 1000,
+        in_flight=v[8],
+        io_time_seconds=v[9] / 1000,
+        weighted_io_time_seconds=v[10] / 1000,
+    )
 
 
 @pytest.mark.parametrize("relative,device,expected", REAL_LINES, ids=lambda v: v if isinstance(v, str) else "")
@@ -170,6 +224,39 @@ def test_field_layouts_per_line(relative, count, with_discards, with_flushes):
     else:
         assert discards == with_discards
         assert flushes == with_flushes
+
+
+@pytest.mark.parametrize("relative,counters", SDS_17, ids=["root1", "root2", "root3"])
+def test_sysstat_17_field_line_reads_as_the_classic_counters(relative, counters):
+    stats = parse_diskstats(text(relative))
+    assert stats.errors == ()
+    # no discard fields from a partial group: absent, not zero
+    assert stats["sds"] == _classic(counters)
+    assert stats["sds"].discards_completed is None
+
+
+@pytest.mark.parametrize(
+    "relative,lines,disks",
+    [
+        # sda + sda1..12, sr0, sdb..sde, sdq, sdr, sds, dm-2
+        (SYSSTAT[0], 22, ["sda", "sdb", "sdc", "sdd", "sde", "sdq", "sdr", "sds"]),
+        (SYSSTAT[1], 21, ["sda", "sdb", "sdc", "sdd", "sde", "sdq", "sdr", "sds"]),
+        (SYSSTAT[2], 21, ["sda", "sdb", "sdc", "sdd", "sde", "sdq", "sdr", "sds"]),
+    ],
+)
+def test_sysstat_files_keep_every_disk(relative, lines, disks):
+    stats = parse_diskstats(text(relative))
+    assert len(stats) == lines and stats.errors == ()
+    assert sorted(whole_disks(stats)) == disks
+    # the other disks are read in full next to the 17-field line: root1 "8 0 sda 49601 ..."
+    assert stats["sda"].reads_completed == (49701 if relative == SYSSTAT[2] else 49601)
+
+
+def test_sysstat_root3_20_field_line():
+    # "8 32 sdc 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 32 2145"
+    sdc = parse_diskstats(text(SYSSTAT[2]))["sdc"]
+    assert sdc.flushes_completed == 32 and sdc.flush_time_seconds == 2145 / 1000
+    assert sdc.discards_completed == 0
 
 
 def test_sector_is_512_bytes_and_ms_become_seconds():
@@ -221,34 +308,133 @@ def test_single_snapshot_parser_refuses_ts_lines():
 
 
 SDA_14 = "   8       0 sda 1 2 3 4 5 6 7 8 0 10 11"
+# Input with nothing usable: ParseError.
 MALFORMED = {
     "empty": "",
     "blank lines": "\n  \n",
     "not enough fields": "   8       0 sda 1 2 3",
-    # sysstat's test suite carries this 17-field line; no kernel prints a partial group.
-    "17 fields": "  65      32 sds 386 416 8554 100 727 820 8746 3902 0 762 7902 0 0 0",
-    "15 fields": SDA_14 + " 12",
+    "13 fields": "   8       0 sda 1 2 3 4 5 6 7 8 0 10",
     "non-numeric counter": "   8       0 sda 1 2 x 4 5 6 7 8 0 10 11",
     "negative counter": "   8       0 sda 1 2 -3 4 5 6 7 8 0 10 11",
     "fractional counter": "   8       0 sda 1 2 3.5 4 5 6 7 8 0 10 11",
     "non-numeric major": "   x       0 sda 1 2 3 4 5 6 7 8 0 10 11",
     "negative old partition": "   8       1 sda1 1 -2 3 4",
-    "device twice": SDA_14 + "\n" + SDA_14,
-    "bad second line": SDA_14 + "\n   8 1 sda1 1 2",
+    "non-numeric field in a partial group": SDA_14 + " 12 x",
+    "every line bad": "   8       0 sda 1 2 3\n   8      16 sdb 1 2 3",
 }
 
 
 @pytest.mark.parametrize("raw", MALFORMED.values(), ids=MALFORMED.keys())
-def test_malformed_diskstats_raise_parse_error(raw):
+def test_nothing_usable_raises_parse_error(raw):
     with pytest.raises(ParseError):
         parse_diskstats(raw)
     with pytest.raises(ParseError):
         parse_diskstats_snapshots(raw)
 
 
-def test_parse_error_names_the_line():
-    with pytest.raises(ParseError, match=r"line 2: 17 fields.*sds"):
-        parse_diskstats(SDA_14 + "\n" + MALFORMED["17 fields"])
+def test_parse_error_names_the_first_bad_line():
+    with pytest.raises(ParseError, match=r"no usable diskstats line: line 1: 6 fields.*sda.*\(and 1 more bad lines\)"):
+        parse_diskstats(MALFORMED["every line bad"])
+
+
+SDB_14 = "   8      16 sdb 21 22 23 24 25 26 27 28 0 30 31"
+# One bad line among good ones: the good lines are kept, the bad one is reported.
+# (input, devices kept, [(line number, device, start of the reason)])
+BAD_LINES = {
+    "too few fields": (
+        SDA_14 + "\n   8 1 sda1 1 2\n" + SDB_14,
+        ["sda", "sdb"],
+        [(2, "sda1", "5 fields, expected 7 or at least 14")],
+    ),
+    "13 fields": (SDA_14 + "\n   8 16 sdb 1 2 3 4 5 6 7 8 0 10", ["sda"], [(2, "sdb", "13 fields")]),
+    "no name": (SDA_14 + "\n   8 16", ["sda"], [(2, None, "2 fields")]),
+    "non-numeric counter": (
+        "   8 0 sda 1 2 3 4 5 6 7 8 0 ten 11\n" + SDB_14,
+        ["sdb"],
+        [(1, "sda", "'ten' is not a non-negative integer")],
+    ),
+    "non-numeric field in a partial group": (
+        SDA_14 + "\n" + SDB_14 + " 0 0 n/a",
+        ["sda"],
+        [(2, "sdb", "'n/a' is not a non-negative integer")],
+    ),
+    "device twice": (
+        SDA_14 + "\n" + SDB_14 + "\n" + SDA_14,
+        ["sda", "sdb"],
+        [(3, "sda", "device 'sda' appears twice")],
+    ),
+    "two bad lines": (
+        "   8 0 sda 1\n" + SDB_14 + "\n   8 32 sdc -1 2 3 4 5 6 7 8 0 10 11",
+        ["sdb"],
+        [(1, "sda", "4 fields"), (3, "sdc", "'-1' is not")],
+    ),
+}
+
+
+@pytest.mark.parametrize("raw,kept,errors", BAD_LINES.values(), ids=BAD_LINES.keys())
+def test_one_bad_line_does_not_cost_the_others(raw, kept, errors):
+    stats = parse_diskstats(raw)
+    assert sorted(stats) == kept
+    assert [(e.lineno, e.device) for e in stats.errors] == [(n, d) for n, d, _ in errors]
+    for error, (_, _, reason) in zip(stats.errors, errors):
+        assert error.reason.startswith(reason), error
+        assert raw.splitlines()[error.lineno - 1].strip() == error.line
+    # the same lines after a TS line: the same answer, in that snapshot
+    ((ts, snapshot),) = parse_diskstats_snapshots("TS 7\n" + raw)
+    assert ts == 7.0 and sorted(snapshot) == kept
+    assert [(e.lineno - 1, e.device) for e in snapshot.errors] == [(n, d) for n, d, _ in errors]
+
+
+def test_first_of_two_lines_for_one_device_wins():
+    stats = parse_diskstats(SDA_14 + "\n   8 0 sda 9 9 9 9 9 9 9 9 9 9 9")
+    assert stats["sda"].reads_completed == 1
+
+
+def test_a_real_file_with_one_broken_line_keeps_every_other_disk():
+    lines = text(SYSSTAT[0]).splitlines()
+    sds = next(i for i, line in enumerate(lines) if line.split()[2] == "sds")
+    lines[sds] = "  65      32 sds 386 416 8554 100 727 820 8746"  # cut short: 10 fields
+    stats = parse_diskstats("\n".join(lines) + "\n")
+    assert "sds" not in stats and len(stats) == 21
+    assert stats["sdr"].reads_completed == 16389  # "65 16 sdr 16389 11205 ..."
+    assert stats.errors == (LineError(sds + 1, "sds", "10 fields, expected 7 or at least 14", lines[sds].strip()),)
+    assert str(stats.errors[0]) == f"line {sds + 1}: 10 fields, expected 7 or at least 14: {lines[sds].strip()!r}"
+
+
+def test_the_reason_is_the_same_on_the_next_read():
+    # The poller logs a broken line once, keyed on (device, reason): counters must not be in it.
+    first = parse_diskstats(SDA_14 + "\n   8 16 sdb 1 2 3 4 5 6 7 8 0 10").errors[0]
+    later = parse_diskstats(SDA_14 + "\n   8 16 sdb 9 9 9 9 9 9 9 9 9 99").errors[0]
+    assert (first.device, first.reason) == (later.device, later.reason)
+    assert first.line != later.line
+
+
+@pytest.mark.parametrize(
+    "extra,discards",
+    [
+        (" 12", False),  # 15 fields
+        (" 12 13", False),  # 16
+        (" 12 13 14", False),  # 17
+        (" 12 13 14 15", True),  # 18
+        (" 12 13 14 15 16", True),  # 19: a partial flush group
+    ],
+)
+def test_partial_groups_read_as_the_group_below(extra, discards):
+    stats = parse_diskstats(SDA_14 + extra)
+    assert stats.errors == ()
+    sda = stats["sda"]
+    assert sda.weighted_io_time_seconds == 11 / 1000
+    assert (sda.discards_completed == 12) is discards
+    assert (sda.discards_completed is None) is not discards
+    assert sda.flushes_completed is None
+
+
+def test_a_reading_compares_its_errors_too():
+    clean = parse_diskstats(SDA_14)
+    broken = parse_diskstats(SDA_14 + "\n   8 16 sdb 1")
+    assert dict(clean) == dict(broken) and clean == dict(broken)
+    assert clean != broken
+    assert isinstance(broken, DiskstatsReading)
 
 
 MALFORMED_SNAPSHOTS = {
@@ -256,8 +442,7 @@ MALFORMED_SNAPSHOTS = {
     "TS time not a number": "TS yesterday\n" + SDA_14,
     "TS time negative": "TS -5\n" + SDA_14,
     "TS time nan": "TS nan\n" + SDA_14,
-    "device twice in one snapshot": "TS 1\n" + SDA_14 + "\n" + SDA_14,
-    "bad line after TS": "TS 1\n   8 0 sda 1 2 3",
+    "only a bad line after TS": "TS 1\n   8 0 sda 1 2 3",
 }
 
 
@@ -265,6 +450,13 @@ MALFORMED_SNAPSHOTS = {
 def test_malformed_snapshots_raise_parse_error(raw):
     with pytest.raises(ParseError):
         parse_diskstats_snapshots(raw)
+
+
+def test_a_bad_line_in_one_snapshot_leaves_the_others_alone():
+    snapshots = parse_diskstats_snapshots("TS 1\n" + SDA_14 + "\nTS 2\n   8 0 sda 1 2 3\n" + SDB_14)
+    assert [sorted(s) for _, s in snapshots] == [["sda"], ["sdb"]]
+    assert snapshots[0][1].errors == ()
+    assert [(e.lineno, e.device) for e in snapshots[1][1].errors] == [(4, "sda")]
 
 
 def test_same_device_in_two_snapshots_is_fine():
@@ -353,6 +545,66 @@ def test_drive_device_for(block_device, drive):
     assert drive_device_for(block_device) == drive
 
 
+# fold_by_drive -----------------------------------------------------------------------------
+
+# No public capture shows two namespaces on one controller, so nvme0n2 and nvme1n1 are written
+# here next to the real nvme0n1 line of the procfs fixture (14 fields):
+# "259 0 nvme0n1 47114 4 4643973 21650 1078320 43950 39451633 1011053 0 222766 1032546"
+NVME0N2 = " 259       3 nvme0n2 100 0 800 50 2000 10 160000 900 2 300000 4000"
+NVME1N1 = " 259       4 nvme1n1 7 0 56 3 9 0 72 4 1 5 6"
+
+
+def test_fold_namespaces_into_their_controller():
+    nvme0n1_line = next(line for line in text(PROCFS).splitlines() if line.split()[2] == "nvme0n1")
+    p1_line = next(line for line in text(PROCFS).splitlines() if line.split()[2] == "nvme0n1p1")
+    stats = parse_diskstats("\n".join([nvme0n1_line, p1_line, NVME0N2, NVME1N1]))
+    folded = fold_by_drive(whole_disks(stats))  # the partition goes before folding
+    assert sorted(folded) == ["nvme0", "nvme1"]
+    assert folded["nvme1"] == stats["nvme1n1"]  # one namespace: unchanged
+    nvme0 = folded["nvme0"]
+    assert nvme0.reads_completed == 47114 + 100
+    assert nvme0.read_bytes == (4643973 + 800) * 512
+    assert nvme0.writes_completed == 1078320 + 2000
+    assert nvme0.written_bytes == (39451633 + 160000) * 512
+    assert nvme0.write_time_seconds == pytest.approx((1011053 + 900) / 1000)
+    assert nvme0.weighted_io_time_seconds == pytest.approx((1032546 + 4000) / 1000)
+    assert nvme0.in_flight == 0 + 2  # requests in flight add up
+    # busy time is the larger namespace's, not the sum (see the next test)
+    assert nvme0.io_time_seconds == 300000 / 1000
+    assert nvme0.discards_completed is None  # 14-field lines: absent stays absent
+
+
+def test_fold_keeps_busy_time_within_wall_time():
+    # Two namespaces both busy for the whole 10 s between two pt-stalk snapshots: each line's
+    # busy ms grows by 10000. Summed, the controller would be busy 20 s in 10 s (200%).
+    raw = (
+        "TS 1000.0\n"
+        " 259 0 nvme0n1 10 0 80 5 10 0 80 5 1 50000 60000\n"
+        " 259 1 nvme0n2 10 0 80 5 10 0 80 5 1 40000 60000\n"
+        "TS 1010.0\n"
+        " 259 0 nvme0n1 90 0 720 45 90 0 720 45 1 60000 80000\n"
+        " 259 1 nvme0n2 90 0 720 45 90 0 720 45 1 50000 80000\n"
+    )
+    (t0, before), (t1, after) = parse_diskstats_snapshots(raw)
+    wall = t1 - t0
+    summed = sum(after[n].io_time_seconds - before[n].io_time_seconds for n in ("nvme0n1", "nvme0n2"))
+    assert summed == pytest.approx(2 * wall)  # what a plain sum would export
+    busy = fold_by_drive(after)["nvme0"].io_time_seconds - fold_by_drive(before)["nvme0"].io_time_seconds
+    assert busy == pytest.approx(wall)
+    assert busy / wall <= 1.0
+    # the other counters are summed: 160 reads in the 10 s
+    reads = fold_by_drive(after)["nvme0"].reads_completed - fold_by_drive(before)["nvme0"].reads_completed
+    assert reads == 160
+
+
+def test_fold_leaves_other_disks_alone():
+    stats = parse_diskstats(text(PROCFS))
+    disks = whole_disks(stats)
+    folded = fold_by_drive(disks)
+    assert sorted(folded) == ["mmcblk0", "nvme0", "sda", "sdb", "sdc", "vda"]
+    assert folded["sdb"] == stats["sdb"] and folded["nvme0"] == stats["nvme0n1"]
+
+
 # reader ------------------------------------------------------------------------------------
 
 
@@ -377,10 +629,25 @@ def test_reader_missing_file_raises(tmp_path):
         DiskstatsReader(procfs_root=str(tmp_path)).read()
 
 
-def test_reader_propagates_parse_errors(tmp_path):
-    (tmp_path / "diskstats").write_text(MALFORMED["17 fields"] + "\n")
+def test_reader_raises_when_nothing_is_usable(tmp_path):
+    (tmp_path / "diskstats").write_text(MALFORMED["every line bad"] + "\n")
     with pytest.raises(ParseError):
         DiskstatsReader(procfs_root=str(tmp_path)).read()
+
+
+def test_reader_reads_the_sysstat_file_with_its_17_field_line(tmp_path):
+    got = DiskstatsReader(procfs_root=_procfs(tmp_path, SYSSTAT[0])).read()
+    assert got.errors == () and len(got) == 22
+    assert got["sds"] == _classic(SDS_17[0][1])
+
+
+def test_reader_reports_bad_lines_and_keeps_the_rest(tmp_path):
+    (tmp_path / "diskstats").write_text(SDA_14 + "\n   8 16 sdb 1 2 3\n")
+    got = DiskstatsReader(procfs_root=str(tmp_path)).read()
+    assert list(got) == ["sda"]
+    assert [(e.lineno, e.device) for e in got.errors] == [(2, "sdb")]
+    # what the poller does with it: whole_disks and the fold take the reading as a mapping
+    assert list(fold_by_drive(whole_disks(got))) == ["sda"]
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/diskstats"), reason="needs a Linux /proc")

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
+import time
 
 import pytest
 
 from tests.conftest import fixture_path
-from tests.fakehost import AgentProcess, build_default_host
-from tests.test_e2e_agent import FAST, SDA_SERIAL, SHANNON_SERIAL, all_drives_seen, scrape, value, wait_for
+from tests.fakehost import DISKSTATS, AgentProcess, build_default_host
+from tests.test_e2e_agent import (
+    FAST,
+    NVME0_SERIAL,
+    SDA_SERIAL,
+    SHANNON_SERIAL,
+    all_drives_seen,
+    scrape,
+    value,
+    wait_for,
+)
 
 
 @pytest.fixture
@@ -66,6 +77,10 @@ def test_corrupt_history_is_moved_aside_and_agent_serves(host, content):
         with open(moved[0], "rb") as fh:
             assert fh.read() == content
         assert "history" in agent.log().lower()
+        # the history runs in memory now, and says so
+        s = wait_for(lambda: (lambda s: s if value(s, "ssd_history_healthy") is not None else None)(scrape(agent)))
+        assert value(s, "ssd_history_healthy") == 0
+        assert value(s, "ssd_collector_success", collector="history") == 0
     finally:
         agent.stop()
 
@@ -113,3 +128,79 @@ def test_history_survives_restart(host):
         assert not glob.glob(str(db) + ".corrupt-*")
     finally:
         agent.stop()
+
+
+# A drive swapped into sda: a new serial, so the poller has a first sample to write at once
+# (the others are written at most every ten minutes).
+SWAPPED_SERIAL = "S24ZN902000L"  # scrutiny__smart-ata2.json, Samsung SSD 850 PRO 128GB
+NVME0_READ_SECTORS = 400000  # DISKSTATS: "259 0 nvme0n1 5000 0 400000 ..."
+
+
+def _nvme0_reads(sectors: int) -> str:
+    return DISKSTATS.replace(f"nvme0n1 5000 0 {NVME0_READ_SECTORS} ", f"nvme0n1 5000 0 {sectors} ")
+
+
+def _fill(directory) -> int:
+    """Write a filler file until the file system is full; bytes written."""
+    written = 0
+    with open(os.path.join(str(directory), "filler"), "wb", buffering=0) as f:
+        try:
+            while True:
+                written += f.write(b"\0" * 4096)
+        except OSError:
+            pass
+    return written
+
+
+def test_disk_full_under_the_running_agent(host):
+    """The state directory is a tiny real tmpfs that fills up while the agent runs."""
+    state = host.root / "statefs"
+    state.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(state)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not permitted here: {mounted.stderr.strip()}")
+    agent = None
+    try:
+        agent = AgentProcess(host, FAST + ["--state-dir", str(state)])
+        agent.wait_ready()
+        s = wait_for(lambda: (lambda s: s if s and value(s, "ssd_history_healthy") == 1 else None)(all_drives_seen(agent)))
+        assert (state / "history.sqlite").exists()
+        assert value(s, "ssd_collector_errors_total", collector="history") == 0
+
+        assert _fill(state) > 0
+        # A new drive in sda: its first sample is due now, on a full disk.
+        host.set_response("smartctl", "sda", fixture_path("smartctl-json/scrutiny__smart-ata2.json"))
+        host.diskstats(_nvme0_reads(800000))
+
+        def failure_shown():
+            s = scrape(agent)
+            seen = value(s, "ssd_drive_info", serial=SWAPPED_SERIAL) is not None
+            failed = (value(s, "ssd_collector_errors_total", collector="history") or 0) > 0
+            return s if seen and failed else None
+
+        s = wait_for(failure_shown)
+        assert value(s, "ssd_history_healthy") == 0
+        assert value(s, "ssd_collector_success", collector="history") == 0
+        assert value(s, "ssd_io_read_bytes_total", serial=NVME0_SERIAL) == 800000 * 512
+
+        # Scrapes keep answering and values keep moving while the disk stays full.
+        for step, sectors in enumerate((900000, 1000000, 1100000), start=1):
+            host.diskstats(_nvme0_reads(sectors))
+            wait_for(lambda n=sectors: value(scrape(agent), "ssd_io_read_bytes_total", serial=NVME0_SERIAL) == n * 512)
+            assert agent.get("/healthz")
+            assert agent.proc.poll() is None, f"agent died after step {step}"
+        s = scrape(agent)
+        assert value(s, "ssd_life_left_ratio", serial=SHANNON_SERIAL) == pytest.approx(0.99)
+        assert value(s, "ssd_history_healthy") == 0
+
+        time.sleep(0.5)
+        log = agent.log()
+        assert agent.proc.poll() is None
+        assert "history: write to" in log and "disk is full" in log, log
+        assert "Traceback" not in log, log
+    finally:
+        if agent is not None:
+            agent.stop()
+        subprocess.run(["umount", "-l", str(state)], capture_output=True)

@@ -13,9 +13,18 @@ import threading
 
 import pytest
 
-from agent.history import History, counter_rate, default_state_dir, least_squares_slope
+from agent.history import (
+    BAD_BLOCK_DEFECTS,
+    SCHEMA_VERSION,
+    History,
+    bad_blocks_of,
+    counter_rate,
+    default_state_dir,
+    least_squares_slope,
+)
 from agent.model import DriveReading
-from tests.conftest import ROOT
+from collectors import shannon, smartctl
+from tests.conftest import ROOT, read_fixture
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -108,6 +117,170 @@ def test_sample_columns_round_trip(tmp_path):
         (s,) = h.samples("S1")
     assert (s.host_written_bytes, s.nand_written_bytes) == (2**62, 2**62 + 5)
     assert (s.life_left_ratio, s.bad_block_ratio, s.power_on_seconds) == (0.42, 0.010760, 76140)
+
+
+# ---------------------------------------------------------------------------- schema 2: bad blocks
+
+# The version 1 schema exactly as agent/history.py created it before bad_blocks/media_errors.
+_V1_DDL = """CREATE TABLE IF NOT EXISTS samples (
+        serial TEXT NOT NULL,
+        ts REAL NOT NULL,
+        life_left_ratio REAL,
+        host_written_bytes INTEGER,
+        nand_written_bytes INTEGER,
+        bad_block_ratio REAL,
+        power_on_seconds INTEGER,
+        PRIMARY KEY (serial, ts)
+    )"""
+_V1_ROWS = [
+    ("S1", T0, 0.95, 1000, 2000, None, 3600),
+    ("S1", T0 + DAY, 0.94, 5000, 9000, None, 90000),
+    ("SH", T0, 0.99, 7, None, 0.010760, 32400),
+]
+
+
+def make_v1_file(path) -> None:
+    """A history file as version 1 of the agent left it (in WAL mode, as History sets)."""
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(_V1_DDL)
+        conn.execute("CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)")
+        conn.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)", _V1_ROWS)
+        conn.execute("PRAGMA user_version=1")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def columns_and_version(path):
+    conn = sqlite3.connect(str(path))
+    try:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(samples)")]
+        return columns, conn.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def worn(serial="S1", reallocated=None, media_errors=None, **defects) -> DriveReading:
+    if reallocated is not None:
+        defects["reallocated"] = reallocated
+    return DriveReading(kind="ata", device="/dev/sda", serial=serial, defects=defects, media_errors=media_errors)
+
+
+def test_restart_on_a_version_1_file_keeps_its_rows_and_adds_the_columns(tmp_path, caplog):
+    path = tmp_path / "history.sqlite"
+    make_v1_file(path)
+    assert columns_and_version(path) == (
+        ["serial", "ts", "life_left_ratio", "host_written_bytes", "nand_written_bytes", "bad_block_ratio",
+         "power_on_seconds"],
+        1,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="ssdfleet.history"):
+        h = History(str(path), clock=Clock(T0 + 2 * DAY))
+    assert h.healthy and h.moved_aside is None
+    assert any("upgraded from schema version 1 to 2" in r.getMessage() for r in caplog.records)
+    columns, version = columns_and_version(path)
+    assert columns[-2:] == ["bad_blocks", "media_errors"] and version == SCHEMA_VERSION == 2
+    # the old rows, unchanged; the new columns were not recorded then
+    old = h.samples("S1")
+    assert [(s.ts, s.life_left_ratio, s.host_written_bytes, s.power_on_seconds) for s in old] == [
+        (T0, 0.95, 1000, 3600),
+        (T0 + DAY, 0.94, 5000, 90000),
+    ]
+    assert [(s.bad_blocks, s.media_errors) for s in old] == [(None, None), (None, None)]
+    assert h.samples("SH")[0].bad_block_ratio == 0.010760
+    h.record("S1", T0 + 2 * DAY, worn(reallocated=3, media_errors=1))
+    h.close()
+
+    # and again: nothing left to upgrade, every row there
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ssdfleet.history"):
+        h = History(str(path), clock=Clock(T0 + 2 * DAY))
+    assert not any("upgraded" in r.getMessage() for r in caplog.records)
+    assert rows_on_disk(path) == 4
+    assert [(s.bad_blocks, s.media_errors) for s in h.samples("S1")] == [(None, None), (None, None), (3, 1)]
+    h.close()
+
+
+def test_a_new_file_is_created_at_version_2(tmp_path):
+    path = tmp_path / "history.sqlite"
+    History(str(path), clock=Clock(T0)).close()
+    columns, version = columns_and_version(path)
+    assert version == 2 and columns[-2:] == ["bad_blocks", "media_errors"]
+
+
+def test_growing_reallocated_counts_show_their_trend(tmp_path):
+    path = str(tmp_path / "history.sqlite")
+    h = History(path, clock=Clock(T0 + 40 * DAY))
+    counts = [0, 0, 2, 5, 9, 9, 14]  # one sample a week
+    for week, count in enumerate(counts):
+        h.record("S1", T0 + week * 7 * DAY, worn(reallocated=count, pending=1))
+    h.close()
+    h = History(path, clock=Clock(T0 + 40 * DAY))  # after a restart
+    assert [s.bad_blocks for s in h.samples("S1")] == counts
+    now = T0 + 6 * 7 * DAY
+    assert h.bad_block_growth("S1", now, window_seconds=60 * DAY) == 14
+    assert h.bad_block_growth("S1", now, window_seconds=15 * DAY) == 14 - 9  # weeks 4..6
+    assert h.bad_block_growth("S1", now, window_seconds=1 * DAY) is None  # one sample only
+    assert h.bad_block_growth("NOPE", now) is None
+    h.close()
+
+
+def test_bad_blocks_absent_is_not_zero():
+    assert bad_blocks_of(worn()) is None
+    assert bad_blocks_of(worn(pending=8, reallocation_events=3, program_fail=1)) is None
+    assert bad_blocks_of(worn(reallocated=0)) == 0
+    assert bad_blocks_of(worn(grown_defect=2, dynamic_bad_block=3)) == 5
+    assert set(BAD_BLOCK_DEFECTS) == {"reallocated", "grown_defect", "dynamic_bad_block"}
+
+
+def _smartctl_reading(name):
+    return smartctl.parse_smartctl_json(read_fixture("smartctl-json/" + name), device="/dev/x")
+
+
+@pytest.mark.parametrize(
+    "load,bad_blocks,media_errors",
+    [
+        # ATA: "5 Reallocated_Sector_Ct ... 304"
+        (lambda: _smartctl_reading("smartctl_exporter__ST3500418AS_12.json"), 304, None),
+        # ATA SSD: Reallocated_Sector_Ct 4; its Program_Fail_Count 1 is not a bad block
+        (
+            lambda: _smartctl_reading(
+                "smartctl_exporter__sat-Intel_S4510_S4610_S4500_S4600_Series_SSDs-INTEL_SSDSC2KB240G7-sdd.json"
+            ),
+            4,
+            None,
+        ),
+        # SCSI: scsi_grown_defect_list 56, no uncorrected errors
+        (lambda: _smartctl_reading("scrutiny__smart-scsi.json"), 56, 0),
+        # SCSI: grown defect list 260, 536 uncorrected errors
+        (lambda: _smartctl_reading("smartctl_exporter__SEAGATE_ST373453LC_26.json"), 260, 536),
+        # NVMe: no bad-block count, media_errors 7
+        (lambda: _smartctl_reading("scrutiny__smart-nvme-failed.json"), None, 7),
+        # Shannon, newer driver: dynamic_bad_blocks=37 for the first card
+        (
+            lambda: shannon.parse_status_p(
+                read_fixture("shannon/constructed__status-p-a_gen2_two_cards.txt").decode()
+            )[0],
+            37,
+            None,
+        ),
+        # Shannon, driver 2.6: only bad_block_percentage, no count
+        (lambda: shannon.parse_status_p(read_fixture("shannon/seed000__status-p_scta_9h.txt").decode())[0], None, None),
+    ],
+    ids=["ata", "ata-ssd", "scsi", "scsi-errors", "nvme", "shannon-gen2", "shannon-2.6"],
+)
+def test_bad_blocks_and_media_errors_of_real_readings_are_stored(tmp_path, load, bad_blocks, media_errors):
+    reading = load()
+    assert bad_blocks_of(reading) == bad_blocks
+    path = str(tmp_path / "history.sqlite")
+    with History(path, clock=Clock(T0)) as h:
+        h.record("D", T0, reading)
+    with History(path, clock=Clock(T0)) as h:
+        (sample,) = h.samples("D")
+    assert (sample.bad_blocks, sample.media_errors) == (bad_blocks, media_errors)
+    assert sample.bad_block_ratio == reading.bad_block_ratio
 
 
 _KILL_CHILD = r"""
@@ -366,6 +539,75 @@ def test_tiny_tmpfs_full_then_read_only(tmp_path, caplog):
             subprocess.run(["umount", "-l", str(ro)], capture_output=True)
         assert rows_on_disk(path) >= 1  # the file itself is untouched
     finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_version_1_file_on_a_read_only_mount_is_read_as_it_is(tmp_path, caplog):
+    rw = tmp_path / "rw"
+    rw.mkdir()
+    make_v1_file(rw / "history.sqlite")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "--bind", str(rw), str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot bind-mount here")
+    # A WAL database opens read-only only next to its -shm file: a reader on the writable side
+    # keeps it there (an agent that lost write access mid-life is in the same place).
+    keeper = sqlite3.connect(str(rw / "history.sqlite"))
+    keeper.execute("SELECT COUNT(*) FROM samples").fetchone()
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+        with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+            h = History(str(ro / "history.sqlite"), clock=Clock(T0 + 2 * DAY))
+        assert h.healthy is False and h.moved_aside is None  # not damaged: left where it is
+        assert [(s.host_written_bytes, s.bad_blocks) for s in h.samples("S1")] == [(1000, None), (5000, None)]
+        h.record("S1", T0 + 2 * DAY, worn(reallocated=6))
+        assert [s.bad_blocks for s in h.samples("S1")] == [None, None, 6]  # the new one waits in memory
+        assert h.pending_count == 1
+        h.close()
+    finally:
+        keeper.close()
+        subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+    assert columns_and_version(rw / "history.sqlite")[1] == 1  # untouched
+
+
+def test_upgrade_on_a_full_disk_waits_for_the_first_write_that_succeeds(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if not _mount_tmpfs(mnt, "256k"):
+        pytest.skip("cannot mount a tmpfs here")
+    path = mnt / "history.sqlite"
+    keeper = None
+    try:
+        make_v1_file(path)
+        # A reader keeps the -wal and -shm files in place, as a running agent would: what is
+        # left to fail on the full disk is the upgrade's own commit.
+        keeper = sqlite3.connect(str(path))
+        keeper.execute("SELECT COUNT(*) FROM samples").fetchone()
+        with open(mnt / "filler", "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError:
+                pass
+        h = History(str(path), clock=Clock(T0 + 3 * DAY))
+        assert h.healthy is False and h.moved_aside is None
+        assert "full" in (h.last_error or "").lower()
+        assert [s.host_written_bytes for s in h.samples("S1")] == [1000, 5000]
+        h.record("S1", T0 + 2 * DAY, worn(reallocated=1))
+        assert h.pending_count == 1 and h.healthy is False
+        os.remove(mnt / "filler")
+        h.record("S1", T0 + 3 * DAY, worn(reallocated=4))
+        assert h.pending_count == 0 and h.healthy is True
+        assert [s.bad_blocks for s in h.samples("S1")] == [None, None, 1, 4]
+        h.close()
+        keeper.close()
+        keeper = None
+        columns, version = columns_and_version(path)
+        assert version == 2 and "bad_blocks" in columns
+        assert rows_on_disk(path) == 5
+    finally:
+        if keeper is not None:
+            keeper.close()
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 

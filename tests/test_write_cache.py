@@ -33,6 +33,7 @@ from collectors.write_cache import (
     parse_nvme_feature_vwc,
     parse_scsi_cache_type,
     parse_smartctl_wcache_json,
+    parse_smartctl_wcache_text,
     parse_sysfs_write_cache,
 )
 from tests.conftest import FIXTURES, fixture_files, fixture_path, read_fixture
@@ -41,6 +42,7 @@ HD = "write-cache/hdparm/"
 NV = "write-cache/nvme/"
 SC = "write-cache/smartctl/"
 SYSFS = "write-cache/sysfs"
+TX = "smartctl-text/"
 
 
 def tool_text(*relatives: str) -> str:
@@ -295,6 +297,84 @@ def test_smartctl_malformed(raw):
         parse_smartctl_wcache_json(raw)
 
 
+# smartctl -g wcache in plain text (smartctl before 7.0) -------------------------------------------
+
+# Real captures. smartctl -x includes -g all, so -x files carry the very line -g wcache prints
+# ("Write cache is:   %s" for ATA, "Writeback Cache is:   %s" for SCSI).
+SMARTCTL_TEXT_CASES = [
+    # (fixture, smartctl exit status, state, detail)
+    (TX + "telegraf__mockHGST.txt", 0, CACHE_ENABLED, None),  # 6.6, SAS: "Writeback Cache is:   Enabled"
+    (TX + "pySMART__unsupported_0_-d_scsi_--all_sda.txt", 4, CACHE_DISABLED, None),  # 7.3, SCSI: Disabled
+    # 7.0, ATA SSD: "Write cache is:   Enabled"
+    (TX + "linuxhw-EnterpriseDrive__SSD_Crucial_CT240BX200SSD1_911CAC863619.txt", 0, CACHE_ENABLED, None),
+    # 7.1, ATA SSD: "Write cache is:   Disabled"
+    (TX + "linuxhw-EnterpriseDrive__SSD_Intel_SSDSC2BF180A4_D012DB054DD6.txt", 0, CACHE_DISABLED, None),
+    # 7.3 -g wcache -n standby, no cache line: smartctl's own words after the banner
+    (SC + "loop0_sat_sleep.txt", 2, CACHE_UNKNOWN, "smartctl exit status 2: Device is in SLEEP mode, exit(2)"),
+    (
+        SC + "vda_sat_open_eperm.txt",
+        2,
+        CACHE_UNKNOWN,
+        "smartctl exit status 2: Smartctl open device: /dev/vda [SAT] failed: Operation not permitted",
+    ),
+    (
+        SC + "vda_unable_to_detect.txt",
+        1,
+        CACHE_UNKNOWN,
+        "smartctl exit status 1: /dev/vda: Unable to detect device type",
+    ),
+]
+
+
+@pytest.mark.parametrize("relative,status,state,detail", SMARTCTL_TEXT_CASES)
+def test_smartctl_wcache_text(relative, status, state, detail):
+    text = read_fixture(relative).decode("utf-8")
+    assert parse_smartctl_wcache_text(text, status) == WriteCacheState(state, "smartctl", detail)
+
+
+def test_smartctl_wcache_text_without_exit_status():
+    text = read_fixture(SC + "loop0_sat_sleep.txt").decode("utf-8")
+    assert parse_smartctl_wcache_text(text).detail == "Device is in SLEEP mode, exit(2)"
+
+
+BANNER = "smartctl 6.6 2016-05-31 r4324 [x86_64-linux-4.9.0-3-amd64] (local build)\n"
+
+
+@pytest.mark.parametrize(
+    "raw,state",
+    [
+        # ataprint.cpp: IDENTIFY word 82 bit 5 clear, the bit hdparm prints as "not supported"
+        (BANNER + "\nWrite cache is:   Unavailable\n", CACHE_UNSUPPORTED),
+        # scsiprint.cpp: the caching mode page could not be read, an error and not an answer
+        (BANNER + "\nWriteback Cache is:   Unavailable\n", CACHE_UNKNOWN),
+        ("Write cache is:   Enabled\n", CACHE_ENABLED),  # the line alone (smartctl -q)
+        (BANNER + "Write cache is:   Disabled\nWrite cache is:   Disabled\n", CACHE_DISABLED),
+    ],
+)
+def test_smartctl_wcache_text_edges(raw, state):
+    got = parse_smartctl_wcache_text(raw)
+    assert got.state == state and got.source == "smartctl"
+    assert (got.detail is not None) is (state in (CACHE_UNSUPPORTED, CACHE_UNKNOWN))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "\n  \n",
+        "garbage",
+        '{"write_cache": {"enabled": true}}',  # JSON is not the text answer
+        BANNER + "Write cache is:   Maybe\n",
+        BANNER + "Write cache is:\n",
+        BANNER + "Writeback Cache is:   enabled\n",  # smartctl capitalises its words
+        BANNER + "Write cache is:   Enabled\nWrite cache is:   Disabled\n",
+    ],
+)
+def test_smartctl_wcache_text_malformed(raw):
+    with pytest.raises(ParseError):
+        parse_smartctl_wcache_text(raw)
+
+
 # effective state and mismatch ------------------------------------------------------------------
 
 
@@ -541,3 +621,135 @@ def test_unreadable_sysfs_value_is_unknown_not_an_exception(tmp_path):
     states = WriteCacheReader(sysfs_root=str(tmp_path)).read("sdq", KIND_SHANNON)
     assert len(states) == 1 and states[0].state == CACHE_UNKNOWN
     assert "write sometimes" in states[0].detail
+
+
+# smartctl without --json, and drives in standby ------------------------------------------------
+
+OLD_SMARTCTL = (
+    # smartctl 5.41 .. 6.x: -g exists, --json does not (smartctl.cpp prints this and exits 1)
+    'printf \'%s\\n\' "$*" >> "$(dirname "$0")/calls.log"\n'
+    'case "$*" in *--json*) echo "=======> UNRECOGNIZED OPTION: json"; exit 1;; esac'
+)
+CRUCIAL_ENABLED = TX + "linuxhw-EnterpriseDrive__SSD_Crucial_CT240BX200SSD1_911CAC863619.txt"
+INTEL_DISABLED = TX + "linuxhw-EnterpriseDrive__SSD_Intel_SSDSC2BF180A4_D012DB054DD6.txt"
+
+
+def calls(tmp_path: Path) -> list:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_old_smartctl_is_asked_in_text(tmp_path):
+    smartctl = fake_tool(
+        tmp_path, "smartctl", {"-g wcache -n standby -d sat /dev/sda": (CRUCIAL_ENABLED, None, 0)}, body=OLD_SMARTCTL
+    )
+    r = reader(tmp_path, smartctl=smartctl)
+    r.smartctl_json = False
+    states = r.read("sda", KIND_ATA)  # hdparm is not installed: smartctl reads the bit
+    assert states[-1] == WriteCacheState(CACHE_ENABLED, "smartctl")
+    assert calls(tmp_path) == ["-g wcache -n standby -d sat /dev/sda"]  # never with --json
+
+
+def test_constructor_takes_the_smartctl_flavour(tmp_path):
+    smartctl = fake_tool(
+        tmp_path, "smartctl", {"-g wcache -n standby -d scsi /dev/sdz": (INTEL_DISABLED, None, 0)}, body=OLD_SMARTCTL
+    )
+    r = WriteCacheReader(
+        sysfs_root=str(FIXTURES / SYSFS),
+        hdparm=str(tmp_path / "none"),
+        smartctl=smartctl,
+        smartctl_json=False,
+        timeout=5.0,
+    )
+    assert r.read("sdz", KIND_SCSI) == [WriteCacheState(CACHE_DISABLED, "smartctl")]
+
+
+def test_unknown_flavour_falls_back_to_text_once_and_remembers(tmp_path):
+    smartctl = fake_tool(
+        tmp_path, "smartctl", {"-g wcache -n standby -d sat /dev/sda": (INTEL_DISABLED, None, 0)}, body=OLD_SMARTCTL
+    )
+    r = reader(tmp_path, smartctl=smartctl)
+    assert r.smartctl_json is None
+    assert r.read("sda", KIND_ATA)[-1] == WriteCacheState(CACHE_DISABLED, "smartctl")
+    assert r.smartctl_json is False
+    assert r.read("sda", KIND_ATA)[-1] == WriteCacheState(CACHE_DISABLED, "smartctl")
+    assert calls(tmp_path) == [
+        "-g wcache --json -n standby -d sat /dev/sda",
+        "-g wcache -n standby -d sat /dev/sda",
+        "-g wcache -n standby -d sat /dev/sda",  # the second read goes straight to text
+    ]
+
+
+def test_json_said_explicitly_is_not_second_guessed(tmp_path):
+    smartctl = fake_tool(tmp_path, "smartctl", {}, body=OLD_SMARTCTL)
+    r = reader(tmp_path, smartctl=smartctl)
+    r.smartctl_json = True
+    (state,) = r.read("sdz", KIND_SCSI)
+    assert state.state == CACHE_UNKNOWN and "exit status 1" in state.detail
+    assert r.smartctl_json is True
+    assert calls(tmp_path) == ["-g wcache --json -n standby -d scsi /dev/sdz"]
+
+
+def test_modern_smartctl_keeps_json_when_the_flavour_is_unknown(tmp_path):
+    smartctl = fake_tool(
+        tmp_path,
+        "smartctl",
+        {"-g wcache --json -n standby -d sat /dev/sda": (SC + "sdb_wcache_disabled.json", None, 0)},
+    )
+    r = reader(tmp_path, smartctl=smartctl)
+    assert r.read("sda", KIND_ATA)[-1] == WriteCacheState(CACHE_DISABLED, "smartctl")
+    assert r.smartctl_json is None  # nothing learnt: JSON simply worked
+
+
+def test_old_smartctl_text_error_is_unknown_with_its_words(tmp_path):
+    smartctl = fake_tool(
+        tmp_path, "smartctl", {"-g wcache -n standby -d scsi /dev/vda": (SC + "vda_unable_to_detect.txt", None, 1)}
+    )
+    r = reader(tmp_path, smartctl=smartctl)
+    r.smartctl_json = False
+    (state,) = r.read("vda", KIND_SCSI)
+    assert state == WriteCacheState(
+        CACHE_UNKNOWN, "smartctl", "smartctl exit status 1: /dev/vda: Unable to detect device type"
+    )
+
+
+def test_old_smartctl_unreadable_text_is_unknown(tmp_path):
+    smartctl = fake_tool(tmp_path, "smartctl", {}, body="echo 'Write cache is:   Perhaps'; exit 0")
+    r = reader(tmp_path, smartctl=smartctl)
+    r.smartctl_json = False
+    (state,) = r.read("sdz", KIND_SCSI)
+    assert state.state == CACHE_UNKNOWN and "unreadable output" in state.detail
+
+
+STANDBY_TOOL = 'printf \'%s\\n\' "$*" >> "$(dirname "$0")/calls.log"'
+
+
+@pytest.mark.parametrize(
+    "block,kind,sysfs_states",
+    [
+        ("sda", KIND_ATA, [(CACHE_ENABLED, "sysfs_queue"), (CACHE_ENABLED, "scsi_cache_type")]),
+        ("nvme0n1", KIND_NVME, [(CACHE_ENABLED, "sysfs_queue")]),
+        ("sdz", KIND_SCSI, []),  # no sysfs answer: smartctl would be asked, but not in standby
+    ],
+)
+def test_a_drive_in_standby_is_read_from_sysfs_only(tmp_path, block, kind, sysfs_states):
+    # Every tool would answer; none may be run for a sleeping drive.
+    tools = {
+        "hdparm": fake_tool(tmp_path, "hdparm", {f"-W /dev/{block}": (HD + "sdb_off.out", None, 0)}, body=STANDBY_TOOL),
+        "nvme": fake_tool(
+            tmp_path, "nvme", {"get-feature /dev/nvme0 -f 6": (NV + "vwc_off_v2.out", None, 0)}, body=STANDBY_TOOL
+        ),
+        "smartctl": fake_tool(
+            tmp_path,
+            "smartctl",
+            {f"-g wcache --json -n standby -d scsi /dev/{block}": (SC + "sdb_wcache_disabled.json", None, 0)},
+            body=STANDBY_TOOL,
+        ),
+    }
+    r = reader(tmp_path, **tools)
+    assert [(s.state, s.source) for s in r.read(block, kind, standby=True)] == sysfs_states
+    assert calls(tmp_path) == []
+    # awake, the same reader asks the drive, which says "disabled"
+    awake = r.read(block, kind)
+    assert awake[-1].state == CACHE_DISABLED and awake[-1].source in ("hdparm", "nvme_feature", "smartctl")
+    assert len(calls(tmp_path)) == 1
