@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from agent import __version__
 from agent.metrics import Exposition
 from agent.model import Snapshot
-from agent.views import DriveView, snapshot_views, worst
+from agent.views import DriveView, FlagTracker, snapshot_views, worst
 
 
 class CollectorOut(BaseModel):
@@ -42,7 +42,7 @@ class DrivesOut(BaseModel):
 
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
-               history: Any = None) -> FastAPI:
+               history: Any = None, flags: Optional[FlagTracker] = None) -> FastAPI:
     """``history`` (the poller's History, or None) adds each drive's thinned samples to
     /api/v1/drives, so ``ssdfleet status --drive`` can show them. The lookup uses the serials
     already in the snapshot: no request input reaches it."""
@@ -65,7 +65,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     def drives() -> DrivesOut:
         snap = get_snapshot()
         now = clock()
-        views = snapshot_views(snap, now, history=history)
+        views = snapshot_views(snap, now, history=history, flags=flags)
         return DrivesOut(
             version=__version__,
             generated=now,

@@ -111,21 +111,22 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     from agent import memory, webconfig
     from agent.api import create_app
+    from agent.page import render_page
     from agent.poller import Poller
+    from agent.views import FlagTracker
 
     memory.limit_arenas()
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
     poller = Poller(config)
-    try:
-        from agent.page import render_page
-    except ImportError:  # the status page is optional
-        page = None
-    else:
-        def page(snap, now):
-            return render_page(snap, now, history=poller.history)
-    app = create_app(poller.snapshot, page=page, history=poller.history)
+    flags = FlagTracker(poller.history)
+
+    def page(snap, now):
+        return render_page(snap, now, history=poller.history, flags=flags)
+
+    app = create_app(poller.snapshot, page=page, history=poller.history, flags=flags)
     poller.add_listener(app.state.exposition.prepare)
+    poller.add_listener(flags.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
         app = webconfig.secure_app(app, web)

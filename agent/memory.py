@@ -26,10 +26,9 @@ def _glibc() -> Optional[ctypes.CDLL]:
         _looked = True
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            libc.mallopt  # noqa: B018 (only glibc has both)
-            libc.malloc_trim
-            _libc = libc
-        except (OSError, AttributeError):
+            # only glibc has both
+            _libc = libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+        except OSError:
             _libc = None
     return _libc
 

@@ -23,12 +23,14 @@ from agent.views import (
     STALE_WARNING_SECONDS,
     WARNING,
     DriveView,
+    FlagTracker,
     describe_input,
     flagged_first,
     human_bytes,
     human_duration,
     percent,
     series_change,
+    since_text,
     snapshot_views,
     utc_date,
     utc_time,
@@ -60,6 +62,9 @@ def sparkline(points: Sequence[Tuple[float, Optional[float]]], label: str, css: 
     known = [(t, v) for t, v in points if v is not None]
     if not known:
         return '<span class="muted spark-none">no history yet</span>'
+    if len(known) == 1:
+        # one dot on its own looks like a speck of dirt, not like "one sample so far"
+        return f'<span class="muted spark-none" title="{esc(label)}">one sample so far</span>'
     t0, t1 = points[0][0], points[-1][0]
     lo = min(v for _, v in known) if y_min is None else y_min
     hi = max(v for _, v in known) if y_max is None else y_max
@@ -166,29 +171,35 @@ def life_cell(v: DriveView) -> str:
             f'{life_sparkline(v)}</td>')
 
 
-def _projection_details(v: DriveView) -> str:
-    """The arithmetic behind the date: every method's verdict, and the chosen one's inputs."""
-    items = []
+def _projection_details(v: DriveView, now: float) -> str:
+    """The arithmetic behind the date: all three methods, in order of preference, each with
+    its verdict, its note (why it has no date, or what it counted) and its own inputs under
+    the API's names; the method whose date the row shows is marked."""
+    blocks = []
     for p in v.projections:
-        chosen = p["method"] == v.wearout_method
-        verdict = utc_date(p["wearout_timestamp"]) if p["wearout_timestamp"] is not None else "no date"
-        note = f" — {esc(p['note'])}" if p.get("note") else ""
-        mark = ' class="chosen"' if chosen else ""
-        items.append(f"<li{mark}><b>{esc(p['method'])}</b>: {esc(verdict)}{note}</li>")
-    best = next((p for p in v.projections if p["method"] == v.wearout_method), None)
-    rows = []
-    if best is not None:
-        for name, value in sorted(best.get("inputs", {}).items()):
-            if name == "now":
-                continue
-            rows.append(f"<tr><th>{esc(name.replace('_', ' '))}</th><td>{esc(describe_input(name, value))}</td></tr>")
-        if best.get("endurance_remaining_bytes") is not None:
-            rows.append(f"<tr><th>endurance remaining</th><td>{esc(human_bytes(best['endurance_remaining_bytes']))}</td></tr>")
+        ts = p.get("wearout_timestamp")
+        chosen = p["method"] == v.wearout_method and v.wearout_timestamp is not None
+        if ts is None:
+            verdict = '<span class="none">no date</span>'
+        else:
+            verdict = f'<span class="date">{esc(utc_date(ts))}</span>'
+        mark = ' <span class="chosen-mark">shown</span>' if chosen else ""
+        note = f'<div class="note">{esc(p["note"])}</div>' if p.get("note") else ""
+        rows = [f"<tr><th>{esc(name)}</th><td>{esc(describe_input(name, value))}</td></tr>"
+                for name, value in (p.get("inputs") or {}).items() if name != "now"]
+        if p.get("endurance_remaining_bytes") is not None:
+            rows.append(f"<tr><th>endurance_remaining</th>"
+                        f"<td>{esc(human_bytes(p['endurance_remaining_bytes']))}</td></tr>")
+        table = (f'<table class="inputs">{"".join(rows)}</table>' if rows
+                 else '<div class="muted">no inputs</div>')
+        cls = "method chosen" if chosen else "method"
+        blocks.append(f'<li class="{cls}" data-method="{esc(p["method"])}"><b>{esc(p["method"])}</b>: '
+                      f"{verdict}{mark}{note}{table}</li>")
+    rated = ""
     if v.rated_endurance_bytes is not None:
-        rows.append(f"<tr><th>rated endurance</th><td>{esc(human_bytes(v.rated_endurance_bytes))}</td></tr>")
-    table = f'<table class="inputs">{"".join(rows)}</table>' if rows else ""
-    return (f'<details data-key="why-{esc(v.serial)}"><summary>how</summary>'
-            f'<ul class="methods">{"".join(items)}</ul>{table}</details>')
+        rated = f'<div class="muted">rated endurance {esc(human_bytes(v.rated_endurance_bytes))} of host writes</div>'
+    return (f'<details data-key="why-{esc(v.serial)}"><summary>how: {len(v.projections)} methods</summary>'
+            f'<ol class="methods">{"".join(blocks)}</ol>{rated}</details>')
 
 
 def wearout_cell(v: DriveView, now: float) -> str:
@@ -204,7 +215,7 @@ def wearout_cell(v: DriveView, now: float) -> str:
                 f'<div class="muted">in {esc(human_duration(ts - now)) if days >= 0 else "the past"}'
                 f' · <span class="method">{esc(v.wearout_method)}</span></div>')
         value = f"{ts:.0f}"
-    details = _projection_details(v) if v.projections else ""
+    details = _projection_details(v, now) if v.projections else ""
     return f'<td class="c-wearout" data-value="{value}">{head}{details}</td>'
 
 
@@ -215,8 +226,13 @@ def cache_cell(v: DriveView) -> str:
     sources = "; ".join(f"{s['source']}: {s['state']}" for s in v.write_cache_sources)
     title = f' title="{esc(sources)}"' if sources else ""
     cls = "c-cache bad" if mismatch else "c-cache"
-    want = (f'<div class="muted">expected {esc(expected)}</div>' if expected
-            else '<div class="muted">no expectation</div>')
+    if not expected:
+        want = '<div class="muted">no expectation</div>'
+    elif mismatch:
+        want = f'<div class="muted">expected {esc(expected)}</div>'
+    else:
+        want = f'<div class="muted" title="expected: {esc(expected)}">as expected</div>'
+
     return f'<td class="{cls}" data-value="{esc(state)}"{title}><span class="state">{esc(state)}</span>{want}</td>'
 
 
@@ -227,14 +243,12 @@ def temp_cell(v: DriveView) -> str:
     for t in v.temperatures:
         limit = t.get("limit_celsius")
         hot = limit is not None and t["celsius"] >= limit
-        extra = []
-        if limit is not None:
-            extra.append(f"limit {limit:.0f}")
-        if t.get("max_celsius") is not None:
-            extra.append(f"max seen {t['max_celsius']:.0f}")
-        tail = f' <span class="muted">({esc(", ".join(extra))})</span>' if extra else ""
+        # the limit is what the reading is judged by, so it stays in view; the lifetime
+        # maximum is history, so it goes in the tooltip
+        tail = f' <span class="muted small">limit {limit:.0f}</span>' if limit is not None else ""
+        title = f' title="max seen {t["max_celsius"]:.0f} °C"' if t.get("max_celsius") is not None else ""
         cls = ' class="hot"' if hot else ""
-        lines.append(f'<li{cls}><span class="sensor">{esc(t["sensor"])}</span> '
+        lines.append(f'<li{cls}{title}><span class="sensor">{esc(t["sensor"])}</span> '
                      f'<b>{t["celsius"]:.0f}&nbsp;°C</b>{tail}</li>')
     return f'<td class="c-temp"><ul>{"".join(lines)}</ul></td>'
 
@@ -252,18 +266,19 @@ def bad_blocks_cell(v: DriveView) -> str:
         parts.append(f'<span class="muted" title="{esc(counted)}">no defects</span>')
     if v.media_errors is not None:
         cls = ' class="warn"' if v.media_errors else ' class="muted"'
-        parts.append(f"<span{cls}>{v.media_errors} media errors</span>")
+        noun = "media error" if v.media_errors == 1 else "media errors"
+        parts.append(f"<span{cls}>{v.media_errors} {noun}</span>")
     if not parts:
         parts.append('<span class="muted">not reported</span>')
     change = series_change(v.history or [], "bad_block_ratio")
     if change is not None:
-        days = (change["last_ts"] - change["first_ts"]) / DAY
+        span = esc(human_duration(change["last_ts"] - change["first_ts"]))  # "0 days" said nothing
         if change["change"] > 0:
-            trend = f'<div class="trend up">↑ {esc(percent(change["change"], 4))} in {days:.0f} days</div>'
+            trend = f'<div class="trend up">↑ {esc(percent(change["change"], 4))} in {span}</div>'
         elif change["change"] < 0:
-            trend = f'<div class="trend">↓ {esc(percent(-change["change"], 4))} in {days:.0f} days</div>'
+            trend = f'<div class="trend">↓ {esc(percent(-change["change"], 4))} in {span}</div>'
         else:
-            trend = f'<div class="trend muted">steady for {days:.0f} days</div>'
+            trend = f'<div class="trend muted">steady for {span}</div>'
     else:
         trend = ""
     value = "" if v.bad_block_ratio is None else f"{v.bad_block_ratio:.6f}"
@@ -273,31 +288,42 @@ def bad_blocks_cell(v: DriveView) -> str:
 def writes_cell(v: DriveView) -> str:
     rate = v.write_rate_bytes_per_second
     if rate is None:
-        head = '<span class="muted" title="the rate needs an hour of history">no rate yet</span>'
+        head = '<div class="muted" title="the rate needs an hour of history">no rate yet</div>'
         value = ""
     else:
-        head = f'<span class="rate"><span class="num">{esc(human_bytes(rate * DAY))}</span>/day</span>'
+        head = f'<div class="rate"><span class="num">{esc(human_bytes(rate * DAY))}</span>/day</div>'
         value = f"{rate * DAY:.0f}"
-    total = (f'<div class="muted">{esc(human_bytes(v.host_written_bytes))} written</div>'
-             if v.host_written_bytes is not None else "")
-    return f'<td class="c-writes" data-value="{value}">{head}{total}{writes_sparkline(v)}</td>'
+    total = (f'<div class="total"><span class="num">{esc(human_bytes(v.host_written_bytes))}</span> written</div>'
+             if v.host_written_bytes is not None else '<div class="muted">total not reported</div>')
+    # until there are two rates there is no line to draw, and "no rate yet" has said so
+    rates = [p for p in (v.history or []) if p.get("write_rate_bytes_per_second") is not None]
+    spark = writes_sparkline(v) if len(rates) >= 2 else ""
+    return f'<td class="c-writes" data-value="{value}">{total}{head}{spark}</td>'
 
 
-def age_cell(v: DriveView) -> str:
+def age_line(v: DriveView) -> str:
+    """How old the health data is, under the status badge: how far the status can be trusted."""
     age = v.data_age_seconds
     if age is None:
-        return '<td class="c-age" data-value=""><span class="muted">no health data</span></td>'
+        return '<div class="age" data-value=""><span class="muted">no health data</span></div>'
     stale = age > STALE_WARNING_SECONDS
     polls = "; ".join(f"{k} {utc_time(t)}" for k, t in sorted(v.last_poll.items()))
-    cls = "c-age stale" if stale else "c-age"
-    return f'<td class="{cls}" data-value="{age:.0f}" title="{esc(polls)}">{esc(human_duration(age))}</td>'
+    cls = "age stale" if stale else "age"
+    return (f'<div class="{cls}" data-value="{age:.0f}" title="last polls: {esc(polls)}">'
+            f'data {esc(human_duration(age))} old</div>')
 
 
-def flags_cell(v: DriveView) -> str:
+def flags_cell(v: DriveView, now: float) -> str:
     if not v.flags:
         note = "no health data: no tool could read this drive" if v.data_age_seconds is None else "nothing flagged"
         return f'<td class="c-flags"><span class="muted">{esc(note)}</span></td>'
-    items = "".join(f'<li class="{_sev_class(f.severity)}">{esc(f.reason)}</li>' for f in v.flags)
+    items = "".join(
+        f'<li class="{_sev_class(f.severity)}" data-key="{esc(f.key)}">{esc(f.reason)}'
+        + (f' <span class="since muted" data-since="{f.since:.0f}">{esc(since_text(f.since, now))}</span>'
+           if f.since is not None else "")
+        + "</li>"
+        for f in v.flags
+    )
     return f'<td class="c-flags"><ul>{items}</ul></td>'
 
 
@@ -305,13 +331,13 @@ def drive_row(v: DriveView, now: float) -> str:
     sev = v.severity
     return (f'<tr class="drive {_sev_class(sev)}" data-serial="{esc(v.serial)}" data-device="{esc(v.device)}" '
             f'data-severity="{esc(sev)}">'
-            f'<td class="c-sev"><span class="badge {_sev_class(sev)}">{esc(sev.upper())}</span></td>'
-            f"{drive_cell(v)}{life_cell(v)}{wearout_cell(v, now)}{cache_cell(v)}{temp_cell(v)}"
-            f"{bad_blocks_cell(v)}{writes_cell(v)}{age_cell(v)}{flags_cell(v)}</tr>")
+            f'<td class="c-sev"><span class="badge {_sev_class(sev)}">{esc(sev.upper())}</span>{age_line(v)}</td>'
+            f"{drive_cell(v)}{flags_cell(v, now)}{life_cell(v)}{wearout_cell(v, now)}{cache_cell(v)}"
+            f"{temp_cell(v)}{bad_blocks_cell(v)}{writes_cell(v)}</tr>")
 
 
-HEADERS = ("Status", "Drive", "Life left", "Wear-out", "Write cache", "Temperature",
-           "Bad blocks", "Host writes", "Data age", "Why flagged")
+HEADERS = ("Status", "Drive", "Why flagged", "Life left", "Wear-out", "Write cache", "Temperature",
+           "Bad blocks", "Host writes")
 
 
 def _problems(snapshot: Snapshot) -> str:
@@ -373,8 +399,8 @@ tr.drive.sev-warning { background:var(--warn-bg); }
 .badge.sev-unknown { color:var(--unk); background:var(--unk-bg); border:1px solid var(--unk); }
 .dev { font-weight:700; font-size:1rem; }
 .kind { font-size:.72rem; color:var(--muted); border:1px solid var(--line); border-radius:3px; padding:0 .3rem; margin-left:.2rem; }
-.model { white-space:nowrap; }
-.serial { font-family:ui-monospace, "DejaVu Sans Mono", monospace; font-size:.82rem; }
+.c-drive { min-width:13rem; max-width:18rem; }
+.serial { font-family:ui-monospace, "DejaVu Sans Mono", monospace; font-size:.82rem; white-space:nowrap; }
 .muted { color:var(--muted); }
 .num, .date { font-weight:600; font-variant-numeric:tabular-nums; }
 .life { display:flex; align-items:center; gap:.4rem; white-space:nowrap; }
@@ -385,34 +411,44 @@ svg.bar.sev-critical .fill { fill:var(--crit); }
 svg.spark { display:block; margin-top:.25rem; overflow:visible; }
 svg.spark polyline { fill:none; stroke:var(--spark); stroke-width:1.5; stroke-linejoin:round; }
 svg.spark circle { fill:var(--spark); }
-.spark-none { display:block; font-size:.78rem; margin-top:.25rem; }
+.spark-none { display:block; font-size:.78rem; margin-top:.25rem; white-space:nowrap; }
 .c-wearout { min-width:9rem; }
-.c-wearout .date, .rate { white-space:nowrap; }
+.c-wearout .date, .rate, .total { white-space:nowrap; }
 .c-wearout .why { max-width:16rem; font-size:.8rem; }
 details { margin-top:.2rem; font-size:.8rem; }
 details summary { cursor:pointer; color:var(--spark); }
-ul.methods { margin:.2rem 0; padding-left:1rem; max-width:22rem; }
-ul.methods li.chosen { font-weight:600; }
-table.inputs { border-collapse:collapse; font-size:.78rem; }
+ol.methods { margin:.2rem 0; padding-left:1.1rem; max-width:24rem; }
+ol.methods li.method { margin:0 0 .35rem; }
+ol.methods .note { color:var(--muted); }
+ol.methods li.chosen > b { color:var(--spark); }
+.chosen-mark { font-size:.7rem; font-weight:700; color:var(--spark); border:1px solid var(--spark); border-radius:3px; padding:0 .25rem; margin-left:.2rem; }
+table.inputs { border-collapse:collapse; font-size:.78rem; margin-top:.1rem; }
 table.inputs th, table.inputs td { padding:0 .4rem 0 0; border:0; text-align:left; font-weight:normal; }
 table.inputs th { color:var(--muted); }
 table.inputs td { white-space:nowrap; }
 .c-cache .state { font-weight:600; }
 .c-cache.bad .state { color:var(--crit); text-transform:uppercase; }
 .c-temp ul, .c-flags ul { list-style:none; margin:0; padding:0; }
-.c-temp li { min-width:7rem; }
+.c-temp li { white-space:nowrap; }
+.small { font-size:.8rem; }
 .c-temp li.hot b { color:var(--crit); }
 .sensor { color:var(--muted); }
 .warn { color:var(--warn); font-weight:600; }
 .trend { font-size:.8rem; }
 .trend.up { color:var(--warn); font-weight:600; }
-.c-age { white-space:nowrap; }
-.c-age.stale { color:var(--crit); font-weight:600; }
-.c-flags { min-width:11rem; }
+.c-sev .age { font-size:.75rem; color:var(--muted); margin-top:.3rem; white-space:nowrap; }
+.c-sev .age.stale { color:var(--crit); font-weight:600; }
+.c-flags { min-width:12rem; max-width:20rem; }
 .c-flags li { padding:.1rem .4rem; margin:0 0 .2rem; border-radius:3px; }
 .c-flags li.sev-critical { color:#fff; background:var(--crit); font-weight:600; }
 .c-flags li.sev-warning { color:var(--warn); background:var(--warn-bg); border:1px solid var(--warn); font-weight:600; }
 footer { color:var(--muted); font-size:.8rem; padding:0 1rem 1rem; }
+@media (max-width: 1400px) {
+  body { font-size:13px; }
+  main { padding:.6rem .5rem .8rem; }
+  table.drives th, table.drives td { padding:.4rem .35rem; }
+  .c-flags { min-width:10rem; }
+  .c-drive { min-width:12rem; } }
 footer a { color:var(--spark); }
 """
 
@@ -468,11 +504,13 @@ _SCRIPT = """
 
 def render_page(snapshot: Snapshot, now: float, history: Any = None,
                 hostname: Optional[str] = None,
-                refresh_seconds: int = DEFAULT_REFRESH_SECONDS) -> str:
+                refresh_seconds: int = DEFAULT_REFRESH_SECONDS,
+                flags: Optional[FlagTracker] = None) -> str:
     """The whole ``/`` page. ``history`` is the agent's :class:`agent.history.History` (or
-    None): it feeds the sparklines and the bad-block trend."""
+    None): it feeds the sparklines and the bad-block trend; ``flags`` says since when each
+    flag is up."""
     host = hostname if hostname is not None else socket.gethostname()
-    views = flagged_first(snapshot_views(snapshot, now, history=history))
+    views = flagged_first(snapshot_views(snapshot, now, history=history, flags=flags))
     overall = worst(views) if views else "unknown"
     flagged = [v.device for v in views if v.severity != OK]
     title = f"{overall.upper()} · {', '.join(flagged)} — " if flagged else f"{overall.upper()} — "

@@ -8,6 +8,12 @@ it can run from cron or an existing monitoring system.
 
 Everything here works on the JSON form of :class:`agent.views.DriveView` (a dict), whether
 it came over HTTP or from a local poll, so both paths print the same thing.
+
+Width: on a terminal the table fits the terminal's width (``$COLUMNS`` wins when set), dropping
+or shortening the less urgent columns first (see NARROWING) and keeping device, serial, life
+left, wear-out date and the flag reason. Piped, it uses ``$COLUMNS`` when set and otherwise
+no limit: a log, a cron mail or ``grep`` gets every column (``COLUMNS=80 ssdfleet status |
+...`` to narrow it). Colours only on a terminal (``--color`` overrides).
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import base64
 import dataclasses
 import json
 import os
+import re
 import sys
+import textwrap
 import time
 import urllib.error
 import urllib.request
@@ -37,6 +45,7 @@ from agent.views import (
     percent,
     series_change,
     severity_rank,
+    since_text,
     utc_date,
     utc_time,
 )
@@ -66,13 +75,17 @@ def _get(v: Any, name: str) -> Any:
     return v.get(name) if isinstance(v, dict) else getattr(v, name, None)
 
 
-def _flags(v: Any) -> List[Tuple[str, str]]:
+def _flags(v: Any, with_since: bool = False) -> List[Tuple[str, str]]:
+    """(severity, reason) of each flag; ``with_since`` adds since when the agent has seen it."""
     out = []
     for f in _get(v, "flags") or []:
         if isinstance(f, dict):
-            out.append((f["severity"], f["reason"]))
+            sev, reason, since = f["severity"], f["reason"], f.get("since")
         else:
-            out.append((f.severity, f.reason))
+            sev, reason, since = f.severity, f.reason, f.since
+        if with_since and since is not None:
+            reason = f"{reason} ({since_text(since, time.time())})"
+        out.append((sev, reason))
     return out
 
 
@@ -103,13 +116,15 @@ def _cache_mismatch(v: Any) -> bool:
 
 
 # -- table cells ---------------------------------------------------------------------
+#
+# Each column has a full form and, for some, a compact one for narrow terminals; the layout
+# (format_table) picks forms and drops columns until the table fits, see NARROWING.
 
 def _c_model(v: Any) -> Cell:
     model = _get(v, "model") or "-"
-    # Model strings come from firmware: keep the table one line per drive, and no control
-    # characters may reach the terminal.
-    model = "".join(ch if ch.isprintable() else "?" for ch in model)
-    return (model if len(model) <= 28 else model[:27] + "~"), None
+    # Model strings come from firmware: no control characters may reach the terminal. The
+    # layout shortens long ones (MODEL_WIDTH) with an ellipsis.
+    return "".join(ch if ch.isprintable() else "?" for ch in model), None
 
 
 def _c_life(v: Any) -> Cell:
@@ -117,11 +132,22 @@ def _c_life(v: Any) -> Cell:
     return percent(ratio), _life_style(ratio)
 
 
+def _wearout_style(v: Any) -> Optional[str]:
+    """The severity of the drive's wear-out flag, if it has one (views.flags_for)."""
+    sevs = [sev for sev, reason in _flags(v) if reason.startswith("projected wear-out")]
+    return max(sevs, key=severity_rank) if sevs else None
+
+
 def _c_wearout(v: Any) -> Cell:
     ts = _get(v, "wearout_timestamp")
     if ts is None:
         return "-", None
-    return f"{utc_date(ts)} {_get(v, 'wearout_method')}", None
+    return f"{utc_date(ts)} {_get(v, 'wearout_method')}", _wearout_style(v)
+
+
+def _c_wearout_compact(v: Any) -> Cell:
+    ts = _get(v, "wearout_timestamp")
+    return ("-", None) if ts is None else (utc_date(ts), _wearout_style(v))
 
 
 def _c_cache(v: Any) -> Cell:
@@ -129,16 +155,46 @@ def _c_cache(v: Any) -> Cell:
     if state is None:
         return "-", None
     if _cache_mismatch(v):
-        return f"{state.upper()}!={_get(v, 'write_cache_expected')}", CRITICAL
+        return f"{state.upper()}, want {_get(v, 'write_cache_expected')}", CRITICAL
     return state, None
+
+
+def _c_cache_compact(v: Any) -> Cell:
+    state = _get(v, "write_cache")
+    if state is not None and _cache_mismatch(v):
+        return f"{state.upper()}!", CRITICAL
+    return _c_cache(v)
+
+
+def _hot(t: Dict[str, Any]) -> bool:
+    return t.get("limit_celsius") is not None and t["celsius"] >= t["limit_celsius"]
+
+
+def _telling_temperature(temps: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The sensor to show when there is room for one: the closest to its limit when any has
+    a limit, else the hottest."""
+    limited = [t for t in temps if t.get("limit_celsius") is not None]
+    if limited:
+        return min(limited, key=lambda t: t["limit_celsius"] - t["celsius"])
+    return max(temps, key=lambda t: t["celsius"])
 
 
 def _c_temp(v: Any) -> Cell:
     temps = _get(v, "temperatures") or []
     if not temps:
         return "-", None
-    hot = any(t.get("limit_celsius") is not None and t["celsius"] >= t["limit_celsius"] for t in temps)
-    return "/".join(f"{t['celsius']:.0f}" for t in temps) + " C", (WARNING if hot else None)
+    t = _telling_temperature(temps)
+    limit = f" (limit {t['limit_celsius']:.0f})" if t.get("limit_celsius") is not None else ""
+    return f"{t['celsius']:.0f} C{limit}", (WARNING if any(_hot(x) for x in temps) else None)
+
+
+def _c_temp_compact(v: Any) -> Cell:
+    temps = _get(v, "temperatures") or []
+    if not temps:
+        return "-", None
+    t = _telling_temperature(temps)
+    hot = any(_hot(x) for x in temps)
+    return f"{t['celsius']:.0f}C" + ("!" if hot else ""), (WARNING if hot else None)
 
 
 def _c_bad(v: Any) -> Cell:
@@ -159,6 +215,10 @@ def _c_bad(v: Any) -> Cell:
         parts.append("rising")
         style = WARNING
     return (" ".join(parts) or "-"), style
+
+
+def _c_written(v: Any) -> Cell:
+    return human_bytes(_get(v, "host_written_bytes")), None
 
 
 def _c_writes(v: Any) -> Cell:
@@ -184,49 +244,174 @@ def _c_health(v: Any) -> Cell:
     return f"{sev.upper()}: {flags[0][1]}{more}", sev
 
 
-COLUMNS: Tuple[Tuple[str, Callable[[Any], Cell]], ...] = (
-    ("DEVICE", lambda v: (str(_get(v, "device")), "bold")),
-    ("KIND", lambda v: (str(_get(v, "kind")), None)),
-    ("MODEL", _c_model),
-    ("SERIAL", lambda v: (str(_get(v, "serial")), None)),
-    ("LIFE", _c_life),
-    ("WEAR-OUT", _c_wearout),
-    ("CACHE", _c_cache),
-    ("TEMP", _c_temp),
-    ("BAD-BLOCKS", _c_bad),
-    ("WRITES/DAY", _c_writes),
-    ("AGE", _c_age),
-    ("HEALTH", _c_health),
+@dataclasses.dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[Any], Cell]
+    compact: Optional[Callable[[Any], Cell]] = None  # the narrow form (None: same as cell)
+    max_width: Optional[int] = None  # longer text is cut with an ellipsis
+    compact_max_width: Optional[int] = None
+
+
+MODEL_WIDTH = 28
+MODEL_COMPACT_WIDTH = 16
+# The flag reason (last column) keeps at least this much room before it is cut; every
+# reason is also printed in full, wrapped, under "why flagged:".
+HEALTH_MIN_WIDTH = 32
+GAP = "  "
+
+COLUMNS: Tuple[Column, ...] = (
+    Column("DEVICE", lambda v: (str(_get(v, "device")), "bold")),
+    Column("KIND", lambda v: (str(_get(v, "kind")), None)),
+    Column("MODEL", _c_model, max_width=MODEL_WIDTH, compact_max_width=MODEL_COMPACT_WIDTH),
+    Column("SERIAL", lambda v: (str(_get(v, "serial")), None)),
+    Column("LIFE", _c_life),
+    Column("WEAR-OUT", _c_wearout, _c_wearout_compact),
+    Column("CACHE", _c_cache, _c_cache_compact),
+    Column("TEMP", _c_temp, _c_temp_compact),
+    Column("BAD-BLOCKS", _c_bad),
+    Column("WRITTEN", _c_written),
+    Column("WRITES/DAY", _c_writes),
+    Column("AGE", _c_age),
+    Column("HEALTH", _c_health),
+)
+
+# How the table gives way when the terminal is narrower than the full table, first step
+# first, until it fits with at least HEALTH_MIN_WIDTH left for the reason. Columns that are
+# "-" on every drive go before these steps. KEPT ("which drive, how bad, since when") always
+# stays; everything dropped is in `ssdfleet status --drive SERIAL`.
+KEPT = ("DEVICE", "SERIAL", "LIFE", "WEAR-OUT", "HEALTH")
+NARROWING: Tuple[Tuple[str, str], ...] = (
+    ("MODEL", "compact"),
+    ("TEMP", "compact"),
+    ("KIND", "drop"),
+    ("WRITTEN", "drop"),
+    ("CACHE", "compact"),
+    ("WEAR-OUT", "compact"),
+    ("AGE", "drop"),  # a stale drive is flagged, so HEALTH says so anyway
+    ("MODEL", "drop"),
+    ("WRITES/DAY", "drop"),
+    ("TEMP", "drop"),
+    ("BAD-BLOCKS", "drop"),
+    ("CACHE", "drop"),
 )
 
 
-def format_table(views: List[Any], color: bool = False) -> str:
-    """One line per drive, flagged drives first; colours only when ``color``."""
+def ellipsis_for(stream: Any) -> str:
+    """"…" where the output encoding has it, "..." elsewhere (a C locale, an old cron)."""
+    try:
+        "\u2026".encode(getattr(stream, "encoding", None) or "ascii")
+        return "\u2026"
+    except (UnicodeEncodeError, LookupError):
+        return "..."
+
+
+def clip(text: str, width: int, ellipsis: str = "\u2026") -> str:
+    """``text`` cut to ``width`` characters, the cut marked with ``ellipsis``."""
+    if len(text) <= width:
+        return text
+    if width <= len(ellipsis):
+        return text[:max(width, 0)]
+    return text[:width - len(ellipsis)] + ellipsis
+
+
+def table_width(stream: Any = None, environ: Optional[Dict[str, str]] = None) -> Optional[int]:
+    """How wide the table may be: the terminal's width when ``stream`` is a terminal (where
+    $COLUMNS, when set, wins as usual); when piped, $COLUMNS if set, else no limit (None), so
+    a log, a mail from cron or `| grep` keeps every column (`| less -S` scrolls sideways)."""
+    stream = sys.stdout if stream is None else stream
+    environ = os.environ if environ is None else environ
+    env = (environ.get("COLUMNS") or "").strip()
+    if re.fullmatch(r"[0-9]{1,5}", env) and int(env) > 0:  # ASCII digits only: "²".isdigit()
+        return int(env)
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns or None
+    except (AttributeError, ValueError, OSError):
+        pass
+    return None
+
+
+def _render(views: List[Any], forms: Dict[str, str], ellipsis: str) -> Tuple[List[Column], List[List[Cell]], List[int]]:
+    cols = [c for c in COLUMNS if forms[c.header] != "drop"]
+    rows = []
+    for v in views:
+        row = []
+        for c in cols:
+            compact = forms[c.header] == "compact"
+            text, style = (c.compact if compact and c.compact else c.cell)(v)
+            limit = c.compact_max_width if compact and c.compact_max_width else c.max_width
+            row.append((clip(text, limit, ellipsis) if limit else text, style))
+        rows.append(row)
+    widths = [max([len(c.header)] + [len(r[i][0]) for r in rows]) for i, c in enumerate(cols)]
+    return cols, rows, widths
+
+
+def format_table(views: List[Any], color: bool = False, width: Optional[int] = None,
+                 ellipsis: Optional[str] = None) -> str:
+    """One line per drive, flagged drives first; colours only when ``color``. With ``width``,
+    every line fits in that many columns (see NARROWING) as long as the columns that always
+    stay fit with a few characters of the reason; ``None`` is no limit."""
+    ellipsis = ellipsis_for(sys.stdout) if ellipsis is None else ellipsis
     views = flagged_first(views)
-    rows = [[fn(v) for _, fn in COLUMNS] for v in views]
-    headers = [h for h, _ in COLUMNS]
-    widths = [max([len(h)] + [len(r[i][0]) for r in rows]) for i, h in enumerate(headers)]
+    forms = {c.header: "full" for c in COLUMNS}
+    cols, rows, widths = _render(views, forms, ellipsis)
+
+    def needed(health_cap: int) -> int:
+        fixed = sum(widths[:-1]) + len(GAP) * (len(widths) - 1)
+        return fixed + min(widths[-1], health_cap)
+
+    if width is not None:
+        # under pressure, a column with nothing to say on any drive goes first
+        empty = [c.header for i, c in enumerate(cols)
+                 if c.header not in KEPT and rows and all(r[i][0] == "-" for r in rows)]
+        for header, form in [(h, "drop") for h in empty] + list(NARROWING):
+            if needed(HEALTH_MIN_WIDTH) <= width:
+                break
+            forms[header] = form
+            cols, rows, widths = _render(views, forms, ellipsis)
+        room = width - (needed(0))
+        if widths[-1] > room:
+            widths[-1] = max(room, len(cols[-1].header))
+            rows = [r[:-1] + [(clip(r[-1][0], widths[-1], ellipsis), r[-1][1])] for r in rows]
     # pad before painting: escape codes have no width on screen
-    lines = ["  ".join(paint(h.ljust(w), "dim", color) for h, w in zip(headers, widths)).rstrip()]
+    lines = [GAP.join(paint(c.header.ljust(w), "dim", color) for c, w in zip(cols, widths)).rstrip()]
     for row in rows:
         cells = [paint(text.ljust(w), style, color) for (text, style), w in zip(row[:-1], widths)]
         cells.append(paint(row[-1][0], row[-1][1], color))  # last column unpadded: no trailing blanks
-        lines.append("  ".join(cells).rstrip())
+        lines.append(GAP.join(cells).rstrip())
     if not views:
         lines.append("(no drives found)")
     return "\n".join(lines) + "\n"
 
 
-def format_reasons(views: List[Any], color: bool = False) -> str:
-    """Every flag of every flagged drive (the table shows only the first)."""
+def _wrap(text: str, width: Optional[int], indent: int) -> List[str]:
+    """``text`` (which starts at column 0) folded to ``width`` with continuation lines
+    indented by ``indent``; one line when ``width`` is None."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width=max(width, indent + 20), subsequent_indent=" " * indent,
+                         break_long_words=True, break_on_hyphens=False) or [text]
+
+
+def format_reasons(views: List[Any], color: bool = False, width: Optional[int] = None) -> str:
+    """Every flag of every flagged drive (the table shows only the first), each in full,
+    folded to ``width``."""
     lines = []
     for v in flagged_first(views):
-        for sev, reason in _flags(v):
-            lines.append(f"  {paint(sev.upper().ljust(8), sev, color)}  {_get(v, 'device')}: {reason}")
+        for sev, reason in _flags(v, with_since=True):
+            label = sev.upper().ljust(8)
+            folded = _wrap(f"  {label}  {_get(v, 'device')}: {reason}", width, 12)
+            folded[0] = folded[0].replace(label, paint(label, sev, color), 1)
+            lines += folded
     return ("why flagged:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 # -- one drive in detail -------------------------------------------------------------
+
+LABEL_WIDTH = 13
+INPUT_INDENT = 16
+
 
 def _history_rows(points: List[Dict[str, Any]], limit: int = 16) -> List[Dict[str, Any]]:
     """At most ``limit`` points spread over the history, always with the newest."""
@@ -236,49 +421,79 @@ def _history_rows(points: List[Dict[str, Any]], limit: int = 16) -> List[Dict[st
     return [points[round(i * step)] for i in range(limit)]
 
 
-def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = None) -> str:
-    """Everything about one drive: why it is flagged, the wear-out arithmetic, history."""
+def _verdict(ts: Optional[float], now: float) -> str:
+    if ts is None:
+        return "no date"
+    return f"{utc_date(ts)} (in {human_duration(ts - now)})" if ts > now else f"{utc_date(ts)} (now)"
+
+
+def projection_lines(v: Dict[str, Any], now: float) -> List[Tuple[str, str, List[Tuple[str, str]]]]:
+    """Every wear-out method as ``(mark, "method  verdict: note", [(input, value), ...])``,
+    in order of preference; ``mark`` is "*" for the method whose date the drive shows. The
+    inputs are the API's names (so they can be found in /api/v1/drives) in the order the
+    method used them, and the bytes it found still to go."""
+    out = []
+    for p in v.get("projections") or []:
+        chosen = p["method"] == v.get("wearout_method") and v.get("wearout_timestamp") is not None
+        note = f": {p['note']}" if p.get("note") else ""
+        inputs = [(name, describe_input(name, value)) for name, value in (p.get("inputs") or {}).items()
+                  if name != "now"]
+        if p.get("endurance_remaining_bytes") is not None:
+            inputs.append(("endurance_remaining", human_bytes(p["endurance_remaining_bytes"])))
+        out.append(("*" if chosen else " ", f"{p['method']:<9} {_verdict(p.get('wearout_timestamp'), now)}{note}",
+                    inputs))
+    return out
+
+
+def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = None,
+                 width: Optional[int] = None) -> str:
+    """Everything about one drive: why it is flagged, the wear-out arithmetic of all three
+    methods, history; long lines folded to ``width`` (None: no limit)."""
     now = time.time() if now is None else now
     sev = v.get("severity") or OK
     out: List[str] = []
 
-    def line(label: str, text: str) -> None:
-        out.append(f"{label:<13}{text}")
+    def line(label: str, text: str, paint_word: str = "", style: Optional[str] = None) -> None:
+        """A labelled line, folded; ``paint_word`` (in the first line) gets ``style``."""
+        folded = _wrap(f"{label:<{LABEL_WIDTH}}{text}", width, LABEL_WIDTH)
+        if paint_word:
+            folded[0] = folded[0][:LABEL_WIDTH] + folded[0][LABEL_WIDTH:].replace(
+                paint_word, paint(paint_word, style, color), 1)
+        out.extend(folded)
 
     head = f"{v.get('device')}  {_c_model(v)[0]}  serial {v.get('serial')}  ({v.get('kind')}"
     head += f", firmware {v['firmware']})" if v.get("firmware") else ")"
-    out.append(paint(head, "bold", color))
+    out.extend(paint(part, "bold", color) for part in _wrap(head, width, 2))
     status = "UNKNOWN: no health data" if not has_health_data(v) else sev.upper()
-    line("status", paint(status, sev if has_health_data(v) else UNKNOWN, color))
-    for fsev, reason in _flags(v):
-        out.append(f"  {paint(fsev.upper().ljust(8), fsev, color)}   {reason}")
+    line("status", status, status, sev if has_health_data(v) else UNKNOWN)
+    for fsev, reason in _flags(v, with_since=True):
+        label = fsev.upper().ljust(8)
+        folded = _wrap(f"  {label}   {reason}", width, 13)
+        folded[0] = folded[0].replace(label, paint(label, fsev, color), 1)
+        out.extend(folded)
     life = v.get("life_left_ratio")
     source = f"  ({v['life_left_source']})" if v.get("life_left_source") else ""
-    line("life left", paint(percent(life), _life_style(life), color) + source)
+    line("life left", percent(life) + source, percent(life), _life_style(life))
     if v.get("spare_left_ratio") is not None:
         thr = v.get("spare_threshold_ratio")
         line("spare", percent(v["spare_left_ratio"]) + (f" (threshold {percent(thr)})" if thr is not None else ""))
 
     ts = v.get("wearout_timestamp")
     if ts is not None:
-        line("wear-out", f"{utc_date(ts)} (in {human_duration(ts - now)}) by the {v.get('wearout_method')} method")
+        line("wear-out", f"{_verdict(ts, now)} by the {v.get('wearout_method')} method (marked *)")
+    elif v.get("projections"):
+        line("wear-out", "no date: no method could project one yet (why, below)")
     else:
         line("wear-out", "no date")
-    for p in v.get("projections") or []:
-        verdict = utc_date(p["wearout_timestamp"]) if p.get("wearout_timestamp") is not None else "no date"
-        mark = "*" if p["method"] == v.get("wearout_method") else " "
-        note = f": {p['note']}" if p.get("note") else ""
-        out.append(f"  {mark} {p['method']:<8} {verdict}{note}")
-        # the chosen method's inputs; with no date, the first (preferred) method's, to show what is missing
-        if p["method"] == (v.get("wearout_method") or v["projections"][0]["method"]):
-            for name, value in sorted((p.get("inputs") or {}).items()):
-                if name != "now":
-                    out.append(f"      {name:<30} {describe_input(name, value)}")
-            if p.get("endurance_remaining_bytes") is not None:
-                out.append(f"      {'endurance_remaining':<30} {human_bytes(p['endurance_remaining_bytes'])}")
+    for mark, text, inputs in projection_lines(v, now):
+        out.extend(_wrap(f"  {mark} {text}", width, 14))
+        for name, value in inputs:
+            out.append(f"{'':<{INPUT_INDENT}}{name:<32} {value}")
+        if not inputs:
+            out.append(f"{'':<{INPUT_INDENT}}(no inputs)")
     rate = v.get("write_rate_bytes_per_second")
-    line("host writes", (f"{human_bytes(rate * DAY)}/day" if rate is not None else "no rate yet (needs an hour of history)")
-         + f"; {human_bytes(v.get('host_written_bytes'))} written in total")
+    line("host writes", f"{human_bytes(v.get('host_written_bytes'))} written in total; "
+         + (f"{human_bytes(rate * DAY)}/day" if rate is not None else "no rate yet (needs an hour of history)"))
     if v.get("nand_written_bytes") is not None:
         wa = v.get("write_amplification")
         line("NAND writes", human_bytes(v["nand_written_bytes"]) + (f" (write amplification {wa:.2f})" if wa else ""))
@@ -287,16 +502,17 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
 
     cache = v.get("write_cache") or "unknown"
     sources = ", ".join(f"{s['source']}: {s['state']}" for s in v.get("write_cache_sources") or [])
-    cache_text = paint(cache, CRITICAL if _cache_mismatch(v) else None, color)
-    line("write cache", f"{cache_text} (expected {v.get('write_cache_expected') or 'any'})"
-         + (f"; {sources}" if sources else ""))
+    line("write cache", f"{cache} (expected {v.get('write_cache_expected') or 'any'})"
+         + (f"; {sources}" if sources else ""), cache, CRITICAL if _cache_mismatch(v) else None)
     for t in v.get("temperatures") or []:
         extra = []
         if t.get("limit_celsius") is not None:
             extra.append(f"limit {t['limit_celsius']:.0f}")
         if t.get("max_celsius") is not None:
             extra.append(f"max seen {t['max_celsius']:.0f}")
-        line("temperature", f"{t['sensor']} {t['celsius']:.0f} C" + (f" ({', '.join(extra)})" if extra else ""))
+        reading = f"{t['celsius']:.0f} C"
+        line("temperature", f"{t['sensor']} {reading}" + (f" ({', '.join(extra)})" if extra else ""),
+             reading, WARNING if _hot(t) else None)
     bad = []
     if v.get("bad_block_ratio") is not None:
         bad.append(f"{percent(v['bad_block_ratio'], 3)} of blocks")
@@ -314,7 +530,10 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
     elif not points:
         line("history", "no samples of this drive yet")
     else:
-        line("history", f"{len(points)} points from {utc_time(points[0]['ts'])} to {utc_time(points[-1]['ts'])}")
+        if len(points) == 1:
+            line("history", f"1 sample, at {utc_time(points[0]['ts'])}: no trend yet")
+        else:
+            line("history", f"{len(points)} samples from {utc_time(points[0]['ts'])} to {utc_time(points[-1]['ts'])}")
         for name, label, fmt in (("life_left_ratio", "life left", percent),
                                  ("bad_block_ratio", "bad blocks", lambda r: percent(r, 4))):
             change = series_change(points, name)
@@ -401,12 +620,14 @@ def _matches(d: Dict[str, Any], wanted: str) -> bool:
     return wanted in (d.get("serial"), d.get("device")) or name == d.get("device")
 
 
-def _footer(data: Dict[str, Any], drives: List[Dict[str, Any]], severity: str, color: bool) -> str:
-    lines = [f"source: {data['source']}"]
+def _footer(data: Dict[str, Any], drives: List[Dict[str, Any]], severity: str, color: bool,
+            width: Optional[int] = None) -> str:
+    notes = [f"source: {data['source']}"]
     for c in data.get("collectors") or []:
         if not c.get("success"):
-            lines.append(f"collector {c['name']} failing: {c.get('error') or 'see the agent log'}")
-    lines += [f"problem: {p}" for p in data.get("problems") or []]
+            notes.append(f"collector {c['name']} failing: {c.get('error') or 'see the agent log'}")
+    notes += [f"problem: {p}" for p in data.get("problems") or []]
+    lines = [folded for note in notes for folded in _wrap(note, width, 4)]
     counts = {s: sum(1 for d in drives if has_health_data(d) and d.get("severity") == s) for s in (CRITICAL, WARNING, OK)}
     unread = sum(1 for d in drives if not has_health_data(d))
     parts = [f"{n} {s}" for s, n in counts.items() if n]
@@ -439,22 +660,29 @@ def main(args, make_config) -> int:
                 return UNKNOWN_EXIT
         severity = overall(drives)
         code = _EXIT[severity]
-        if args.json:
-            json.dump({**data, "drives": drives, "severity": severity, "exit_code": code},
-                      sys.stdout, indent=2, default=str)
-            sys.stdout.write("\n")
-        else:
-            if args.watch:
-                # a terminal is redrawn in place; a pipe or log gets one block per round
-                sys.stdout.write("\033[H\033[2J" if sys.stdout.isatty() else ("" if first else "\n"))
-                sys.stdout.write(f"{utc_time(time.time())}, every {args.watch:g} s (Ctrl-C stops)\n")
-            if args.drive:
-                sys.stdout.write("\n".join(format_drive(d, color=color) for d in drives))
+        try:
+            if args.json:
+                json.dump({**data, "drives": drives, "severity": severity, "exit_code": code},
+                          sys.stdout, indent=2, default=str)
+                sys.stdout.write("\n")
             else:
-                sys.stdout.write(format_table(drives, color=color))
-                sys.stdout.write(format_reasons(drives, color=color))
-            sys.stdout.write(_footer(data, drives, severity, color))
-        sys.stdout.flush()
+                if args.watch:
+                    # a terminal is redrawn in place; a pipe or log gets one block per round
+                    sys.stdout.write("\033[H\033[2J" if sys.stdout.isatty() else ("" if first else "\n"))
+                    sys.stdout.write(f"{utc_time(time.time())}, every {args.watch:g} s (Ctrl-C stops)\n")
+                width = table_width(sys.stdout)  # each round: a terminal may have been resized
+                if args.drive:
+                    sys.stdout.write("\n".join(format_drive(d, color=color, width=width) for d in drives))
+                else:
+                    sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
+                    sys.stdout.write(format_reasons(drives, color=color, width=width))
+                sys.stdout.write(_footer(data, drives, severity, color, width))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `ssdfleet status | head`: the reader has gone. No traceback, and the exit code
+            # still says how the drives are; the dup2 keeps the final flush at exit quiet.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return code
         first = False
         if not args.watch:
             return code

@@ -8,9 +8,10 @@ Shared by ``/api/v1/drives``, the status page and ``ssdfleet status`` so all thr
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent.metrics import NVME_WARNING_BITS, effective_cache
 from agent.model import Drive, Projection, Snapshot, drive_list
@@ -36,6 +37,10 @@ HISTORY_MAX_POINTS = 90
 class Flag:
     severity: str
     reason: str
+    # What is wrong, stable while the figures in ``reason`` move ("life_left",
+    # "write_cache", "temperature:drive"): the agent tracks since when on it.
+    key: str = ""
+    since: Optional[float] = None  # when the agent first saw this flag up, without a break
 
 
 @dataclass
@@ -158,39 +163,42 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
     flags: List[Flag] = []
     r = d.reading
     if v.smart_healthy is False:
-        flags.append(Flag(CRITICAL, "SMART overall health: FAILED"))
+        flags.append(Flag(CRITICAL, "SMART overall health: FAILED", "smart_health"))
     if r.critical_warning:
         bits = critical_warning_bits(r.critical_warning)
-        flags.append(Flag(CRITICAL, "NVMe critical warning: " + ", ".join(bits or [hex(r.critical_warning)])))
+        flags.append(Flag(CRITICAL, "NVMe critical warning: " + ", ".join(bits or [hex(r.critical_warning)]),
+                          "nvme_critical_warning"))
     if v.access_mode == "readonly" or r.readonly:
-        flags.append(Flag(CRITICAL, "drive is read-only"))
+        flags.append(Flag(CRITICAL, "drive is read-only", "readonly"))
     elif v.access_mode == "reduced_write":
-        flags.append(Flag(CRITICAL, "drive is in reduced-write mode"))
+        flags.append(Flag(CRITICAL, "drive is in reduced-write mode", "reduced_write"))
     if v.life_left_ratio is not None:
         if v.life_left_ratio < LIFE_CRITICAL:
-            flags.append(Flag(CRITICAL, f"life left {v.life_left_ratio:.0%}"))
+            flags.append(Flag(CRITICAL, f"life left {v.life_left_ratio:.0%}", "life_left"))
         elif v.life_left_ratio < LIFE_WARNING:
-            flags.append(Flag(WARNING, f"life left {v.life_left_ratio:.0%}"))
+            flags.append(Flag(WARNING, f"life left {v.life_left_ratio:.0%}", "life_left"))
     if v.wearout_timestamp is not None:
         days = (v.wearout_timestamp - now) / 86400
         if days < WEAROUT_CRITICAL_DAYS:
-            flags.append(Flag(CRITICAL, f"projected wear-out in {max(days, 0):.1f} days ({v.wearout_method})"))
+            flags.append(Flag(CRITICAL, f"projected wear-out in {max(days, 0):.1f} days ({v.wearout_method})", "wearout"))
         elif days < WEAROUT_WARNING_DAYS:
-            flags.append(Flag(WARNING, f"projected wear-out in {days:.0f} days ({v.wearout_method})"))
+            flags.append(Flag(WARNING, f"projected wear-out in {days:.0f} days ({v.wearout_method})", "wearout"))
     if (v.spare_left_ratio is not None and v.spare_threshold_ratio is not None
             and v.spare_left_ratio <= v.spare_threshold_ratio):
-        flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}"))
+        flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}",
+                          "spare"))
     if v.write_cache is not None and write_cache.mismatch(v.write_cache, v.write_cache_expected):
-        flags.append(Flag(CRITICAL, f"write cache {v.write_cache}, expected {v.write_cache_expected}"))
+        flags.append(Flag(CRITICAL, f"write cache {v.write_cache}, expected {v.write_cache_expected}", "write_cache"))
     for t in r.temperatures:
         if t.limit_celsius is not None and t.celsius >= t.limit_celsius:
-            flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C"))
+            flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C",
+                              f"temperature:{t.sensor}"))
     if v.media_errors:
-        flags.append(Flag(WARNING, f"{v.media_errors} media errors"))
+        flags.append(Flag(WARNING, f"{v.media_errors} media error{'' if v.media_errors == 1 else 's'}", "media_errors"))
     # A standby drive is deliberately not woken for a poll, so its data ages harmlessly.
     if (v.data_age_seconds is not None and v.data_age_seconds > STALE_WARNING_SECONDS
             and v.power_state != "standby"):
-        flags.append(Flag(WARNING, f"health data is {v.data_age_seconds / 60:.0f} min old (last poll failed?)"))
+        flags.append(Flag(WARNING, f"health data is {v.data_age_seconds / 60:.0f} min old (last poll failed?)", "stale"))
     return flags
 
 
@@ -225,6 +233,8 @@ def history_points(samples: Sequence[Any], now: float,
             "life_left_ratio": s.life_left_ratio,
             "host_written_bytes": s.host_written_bytes,
             "bad_block_ratio": s.bad_block_ratio,
+            "bad_blocks": s.bad_blocks,
+            "media_errors": s.media_errors,
             "write_rate_bytes_per_second": rate,
         })
         prev = s
@@ -237,14 +247,52 @@ def drive_history(history: Any, serial: str, now: float,
     return history_points(history.samples(serial, since=now - window_seconds), now)
 
 
-def snapshot_views(snap: Snapshot, now: float, history: Any = None) -> List[DriveView]:
+def snapshot_views(snap: Snapshot, now: float, history: Any = None,
+                   flags: Optional[FlagTracker] = None) -> List[DriveView]:
     """One view per drive, by device name. With ``history`` (a History), each view also
-    carries its thinned samples in ``history``."""
+    carries its thinned samples in ``history``; with ``flags``, each flag its ``since``."""
     views = [drive_view(d, now) for d in drive_list(snap)]
     if history is not None:
         for v in views:
             v.history = drive_history(history, v.serial, now)
+    if flags is not None:
+        for v in views:
+            for f in v.flags:
+                f.since = flags.since(v.serial, f.key)
     return views
+
+
+class FlagTracker:
+    """Since when each drive's flags have been up: "which drive, how bad, since when".
+
+    The agent hands it every new snapshot (a poller listener, so no request waits on it). A
+    flag seen for the first time gets the snapshot's time; a flag that clears and comes back
+    starts again. With a History the times are saved whenever the set of flags changes and
+    read back at start, so a restart does not reset them; without one they live in memory.
+    """
+
+    def __init__(self, history: Any = None) -> None:
+        self._history = history
+        self._lock = threading.Lock()
+        # saved before a restart: a flag still up at the first update keeps its time
+        self._since: Dict[Tuple[str, str], float] = dict(history.flag_times()) if history is not None else {}
+
+    def update(self, snap: Snapshot, now: Optional[float] = None) -> None:
+        now = snap.created if now is None else now
+        up = set()
+        for d in snap.drives:
+            view = drive_view(d, now)
+            up.update((view.serial, f.key) for f in view.flags if f.key)
+        with self._lock:
+            before = dict(self._since)
+            since = {key: before.get(key, now) for key in up}
+            self._since = since
+        if since != before and self._history is not None:
+            self._history.save_flag_times(since)
+
+    def since(self, serial: str, key: str) -> Optional[float]:
+        with self._lock:
+            return self._since.get((serial, key))
 
 
 def flagged_first(views: Sequence[Any]) -> List[Any]:
@@ -308,6 +356,13 @@ def human_duration(seconds: Optional[float]) -> str:
     return f"{s / (365.25 * 86400):.1f} years"
 
 
+def since_text(since: Optional[float], now: float) -> str:
+    """``for 2.5 h, since 2026-11-23 04:10 UTC``; empty when the agent has no start time."""
+    if since is None:
+        return ""
+    return f"for {human_duration(now - since)}, since {utc_time(since)}"
+
+
 def utc_date(ts: Optional[float]) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d", time.gmtime(ts))
 
@@ -331,9 +386,9 @@ def describe_input(name: str, value: float) -> str:
     follows from the name (``*_bytes``, ``*_ratio``, ``*_per_second``)."""
     if name == "now":
         return utc_time(value)
-    if name == "nand_domain":
-        return "NAND bytes" if value else "host bytes"
-    if name == "write_rate_bytes_per_second":
+    if name == "nand_domain":  # a 0/1 flag
+        return "yes: counted in NAND bytes" if value else "no: counted in host bytes"
+    if name.endswith("_bytes_per_second"):  # host and NAND write rates alike
         return f"{human_bytes(value * 86400)}/day"
     if name == "life_slope_per_second":
         return f"{value * 86400 * 100:+.3f} points/day"

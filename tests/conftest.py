@@ -55,6 +55,12 @@ def fixtures_dir() -> Path:
 
 def pytest_configure(config):
     os.environ.setdefault("LC_ALL", "C")
+    # pytest loads GNU readline, which puts COLUMNS and LINES (80x24) into the process
+    # environment behind os.environ's back; child processes (ssdfleet status) would inherit
+    # a terminal width that no terminal has. Tests that want a width set it themselves.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
 
 
 def all_fixture_files():

@@ -263,6 +263,15 @@ def test_api_drives_json(agent):
     assert card["life_left_ratio"] == pytest.approx(0.99)
     assert by_serial[NVME1_SERIAL]["media_errors"] == 7
     assert any(f["reason"].startswith("7 media errors") for f in by_serial[NVME1_SERIAL]["flags"])
+
+    # Since when: the agent's flag tracker has seen the flag, a moment ago (not in the future).
+    def media_flag():
+        drives = {d["serial"]: d for d in json.loads(agent.get("/api/v1/drives"))["drives"]}
+        flag = next(f for f in drives[NVME1_SERIAL]["flags"] if f["key"] == "media_errors")
+        return flag if flag["since"] is not None else None
+
+    flag = wait_for(media_flag)
+    assert data["generated"] - 60 < flag["since"] <= time.time()
     assert {c["name"] for c in data["collectors"]} >= {"smartctl", "shannon", "diskstats"}
 
 

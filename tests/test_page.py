@@ -232,6 +232,31 @@ def check_table(root: Node, api: Dict[str, dict]) -> Dict[str, Node]:
     assert "observed" in cell(sda, "c-wearout").text()  # 19% used: the drive's own wear rate
     assert "rated" in cell(card, "c-wearout").text() and "P/E cycles" in cell(card, "c-wearout").text()
     assert "trend" in cell(by_serial[NVME1_SERIAL], "c-wearout").text()
+    # all three methods for every drive, each with its verdict or reason and its own inputs
+    for serial, row in by_serial.items():
+        v = api[serial]
+        methods = cell(row, "c-wearout").find_all(lambda n: n.tag == "li" and "data-method" in n.attrs)
+        assert [m.attrs["data-method"] for m in methods] == ["observed", "rated", "trend"], serial
+        chosen = [m.attrs["data-method"] for m in methods if m.has_class("chosen")]
+        assert chosen == ([v["wearout_method"]] if v["wearout_timestamp"] is not None else []), serial
+        for m, p in zip(methods, v["projections"]):
+            text = m.text()
+            assert ("no date" in text) == (p["wearout_timestamp"] is None), (serial, text)
+            if p.get("note"):
+                assert " ".join(p["note"].split()) in text, (serial, p["note"])
+            shown = {th.text() for th in m.find_all(lambda n: n.tag == "th")}
+            want = set(p["inputs"]) - {"now"} | ({"endurance_remaining"} if p["endurance_remaining_bytes"] else set())
+            assert shown == want, (serial, p["method"], shown ^ want)
+    observed = [m for m in cell(card, "c-wearout").find_all(lambda n: n.tag == "li")
+                if m.attrs.get("data-method") == "observed"][0]
+    assert "only 1.0% of life used" in observed.text()  # why the card's date is not observed
+    # host bytes written in total, next to the rate
+    total = cell(card, "c-writes").find_all(lambda n: n.tag == "div" and n.has_class("total"))
+    assert total and total[0].text() == "written 13.8 TB"  # (Node.text puts a node's own words first)
+    # which drive, how bad, why: the reasons come right after the drive
+    heads = [th.text() for th in root.find_all(lambda n: n.tag == "th" and n.attrs.get("scope") == "col")]
+    assert heads[:3] == ["Status", "Drive", "Why flagged"], heads
+    assert "data" in cell(sda, "c-sev").text() and "old" in cell(sda, "c-sev").text()
     return by_serial
 
 
@@ -374,9 +399,12 @@ def test_history_points_give_no_rate_across_a_counter_reset_or_from_the_future()
 def test_sparkline_breaks_at_gaps_and_draws_a_lone_point():
     svg = sparkline([(0, 1.0), (1, 0.9), (2, None), (3, 0.8), (4, 0.7)], "label <x>", "spark-life")
     assert svg.count("<polyline") == 2 and "label &lt;x&gt;" in svg
-    lone = sparkline([(0, None), (1, 0.5), (2, None)], "one", "spark-life")
-    assert lone.count("<circle") == 1 and "<polyline" not in lone
+    lone = sparkline([(0, 1.0), (1, 0.9), (2, None), (3, 0.5), (4, None)], "one", "spark-life")
+    assert lone.count("<circle") == 1 and lone.count("<polyline") == 1
     assert "no history yet" in sparkline([(0, None)], "none", "spark-life")
+    # a single sample is said in words: a lone dot in an empty box reads as a speck
+    single = sparkline([(0, None), (1, 0.5), (2, None)], "one", "spark-life")
+    assert "one sample so far" in single and "<svg" not in single
 
 
 def test_render_page_on_a_real_poll_with_in_memory_history(tmp_path):
@@ -397,8 +425,13 @@ def test_render_page_on_a_real_poll_with_in_memory_history(tmp_path):
     root = parse(page)
     assert [r.attrs["data-device"] for r in drive_rows(root)][0] == "nvme1"  # the one warning
     assert "db-&lt;7&gt;" in page and "db-<7>" not in page
-    # one sample per drive so far: a dot each, no line yet
-    assert page.count("spark-life") >= 4 and "<polyline" not in page
+    # one sample per drive so far: said in words, no line and no lone dot yet
+    assert page.count("one sample so far") >= 4 and "<polyline" not in page and "<circle" not in page
+    # no write rate yet: the cell says so once, with the total, and draws nothing
+    for row in drive_rows(root):
+        writes = cell(row, "c-writes")
+        assert "no rate yet" in writes.text() and "sample" not in writes.text() and "history" not in writes.text()
+        assert "written" in writes.text()
 
 
 def test_empty_snapshot_says_unknown():

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional, Tuple
 
 import pytest
 
@@ -42,16 +42,22 @@ def run_status(host: FakeHost, *args: str, env: Optional[Dict[str, str]] = None,
                           capture_output=True, text=True, timeout=90, cwd=str(ROOT), env=full_env)
 
 
-def table_rows(out: str) -> Dict[str, List[str]]:
-    """Table lines by device; the columns are split on runs of two or more blanks."""
+def table_rows(out: str) -> Dict[str, Dict[str, str]]:
+    """Table lines by device, each a dict of header -> cell. Cells are cut at the columns
+    where the headers start (headers have no blanks; cells are left-aligned and padded)."""
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["DEVICE", "KIND", "MODEL", "SERIAL"], lines[0]
+    assert lines[0].startswith("DEVICE  "), lines[0]
+    starts = [(m.start(), m.group()) for m in re.finditer(r"\S+", lines[0])]
     rows = {}
     for line in lines[1:]:
         if not line or not line[0].isalnum() or re.match(r"\S+:", line) or line.startswith("why flagged"):
             break  # the table ends at the "why flagged:" block or the footer ("source: ...")
-        cells = re.split(r"\s{2,}", line.strip())
-        rows[cells[0]] = cells
+        cells = {}
+        for i, (start, header) in enumerate(starts):
+            end = starts[i + 1][0] if i + 1 < len(starts) else len(line)
+            assert start == 0 or line[start - 2:start] == "  ", (header, line)  # columns line up
+            cells[header] = line[start:end].strip()
+        rows[cells["DEVICE"]] = cells
     return rows
 
 
@@ -71,6 +77,27 @@ def only_nvme0_host(root: Path) -> FakeHost:
     return host
 
 
+def projection_blocks(out: str) -> Dict[str, Tuple[str, str, Dict[str, str]]]:
+    """The wear-out methods in `status --drive` output, in order: name -> (mark, verdict,
+    {input: value})."""
+    blocks: Dict[str, Tuple[str, str, Dict[str, str]]] = {}
+    current = None
+    for line in out.split("\nwear-out", 1)[1].splitlines()[1:]:
+        m = re.match(r"^  ([* ]) (observed|rated|trend)\s+(.*)$", line)
+        if m:
+            current = m.group(2)
+            blocks[current] = (m.group(1), m.group(3), {})
+        elif current and line.startswith(" " * 16) and line.strip() != "(no inputs)":
+            name, value = line.strip().split(None, 1)
+            blocks[current][2][name] = value
+        elif current and line.startswith(" " * 14):
+            mark, verdict, inputs = blocks[current]
+            blocks[current] = (mark, verdict + " " + line.strip(), inputs)  # a folded note
+        elif not line.startswith(" "):
+            break
+    return blocks
+
+
 @pytest.fixture
 def host(tmp_path):
     return build_default_host(tmp_path)
@@ -83,7 +110,8 @@ def test_healthy_host_exits_0(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     rows = table_rows(r.stdout)
     assert list(rows) == ["nvme0"]
-    assert rows["nvme0"][3] == NVME0_SERIAL and rows["nvme0"][-1] == "OK"
+    assert rows["nvme0"]["SERIAL"] == NVME0_SERIAL and rows["nvme0"]["HEALTH"] == "OK"
+    assert rows["nvme0"]["WRITTEN"] == "4.0 TB"  # 7,773,431 NVMe data units of 512,000 bytes
     assert "why flagged" not in r.stdout
     assert r.stdout.rstrip().endswith("OK: 1 ok")
     assert "no agent answered" in r.stdout  # it says where the numbers came from
@@ -111,9 +139,11 @@ def test_write_cache_off_exits_2_with_the_drive_first(host):
     assert r.returncode == 2, r.stdout + r.stderr
     rows = table_rows(r.stdout)
     assert list(rows)[:2] == ["sda", "nvme1"]  # flagged first, worst first
-    assert "DISABLED!=enabled" in rows["sda"]
-    assert rows["sda"][-1] == "CRITICAL: write cache disabled, expected enabled"
-    assert rows["dfa"][4] == "99%" and rows["nvme1"][4] == "97%"
+    assert rows["sda"]["CACHE"] == "DISABLED, want enabled"
+    assert rows["sda"]["HEALTH"] == "CRITICAL: write cache disabled, expected enabled"
+    assert rows["dfa"]["LIFE"] == "99%" and rows["nvme1"]["LIFE"] == "97%"
+    assert rows["sda"]["TEMP"] == "36 C (limit 70)"  # the ATA drive's own limit
+    assert rows["dfa"]["WRITTEN"] == "13.8 TB"  # shannon-status -p: host_write_data=13801.32 GB
     why = r.stdout.split("why flagged:\n", 1)[1].splitlines()
     assert why[0].split() == ["CRITICAL", "sda:", "write", "cache", "disabled,", "expected", "enabled"]
     assert why[1].split() == ["WARNING", "nvme1:", "7", "media", "errors"]
@@ -131,7 +161,7 @@ def test_nothing_readable_exits_3(tmp_path):
     r = run_status(host, "--color", "never")
     assert r.returncode == 3, r.stdout + r.stderr
     rows = table_rows(r.stdout)
-    assert rows["sda"][-1] == "UNKNOWN: no health data"
+    assert rows["sda"]["HEALTH"] == "UNKNOWN: no health data"
     assert "UNKNOWN: 1 without health data" in r.stdout
     assert json.loads(run_status(host, "--json").stdout)["exit_code"] == 3
 
@@ -210,15 +240,33 @@ def test_drive_details_from_the_agent(seeded_agent):
     assert out.startswith(f"dfa  sh-shannon-pcie-ssd  serial {SHANNON_SERIAL}  (shannon")
     assert re.search(r"^life left\s+99%", out, re.M)
     # the wear-out date and the numbers behind it
-    m = re.search(r"^wear-out\s+(\d{4}-\d\d-\d\d) \(in [\d.]+ years\) by the rated method$", out, re.M)
+    m = re.search(r"^wear-out\s+(\d{4}-\d\d-\d\d) \(in [\d.]+ years\) by the rated method \(marked \*\)$", out, re.M)
     assert m, out
     api = {d["serial"]: d for d in json.loads(agent.get("/api/v1/drives"))["drives"]}[SHANNON_SERIAL]
     assert m.group(1) == time.strftime("%Y-%m-%d", time.gmtime(api["wearout_timestamp"]))
-    assert re.search(r"^\s+pe_cycles\s+10000 P/E cycles$", out, re.M)
-    assert re.search(r"^\s+write_rate_bytes_per_second\s+[\d.]+ [GT]B/day$", out, re.M)
-    assert re.search(r"^\s+endurance_remaining\s+[\d.]+ PB$", out, re.M)
+    # all three methods, each with its verdict and its own inputs; the one behind the date marked
+    methods = projection_blocks(out)
+    assert [(name, mark) for name, (mark, _, _) in methods.items()] == [
+        ("observed", " "), ("rated", "*"), ("trend", " ")]
+    by_method = {p["method"]: p for p in api["projections"]}
+    for name, (_, verdict, inputs) in methods.items():
+        p = by_method[name]
+        if p["wearout_timestamp"] is None:
+            assert verdict == f"no date: {p['note']}", verdict
+        else:
+            assert verdict.startswith(time.strftime("%Y-%m-%d", time.gmtime(p["wearout_timestamp"]))), verdict
+        assert set(inputs) == set(p["inputs"]) - {"now"} | ({"endurance_remaining"} if p["endurance_remaining_bytes"] else set())
+    # observed waits: 1% of life used is too little to extrapolate from whole percents
+    assert methods["observed"][1].startswith("no date: only 1.0% of life used")
+    assert methods["observed"][2]["life_used_ratio"] == "1%"
+    assert methods["observed"][2]["nand_domain"] == "yes: counted in NAND bytes"
+    assert methods["rated"][2]["pe_cycles"] == "10000 P/E cycles"
+    assert re.fullmatch(r"[\d.]+ [GT]B/day", methods["rated"][2]["write_rate_bytes_per_second"])
+    assert re.fullmatch(r"[\d.]+ PB", methods["rated"][2]["endurance_remaining"])
+    # the seeded history has life left falling 100% -> 99%: the trend has a slope to show
+    assert re.fullmatch(r"-[\d.]+ points/day", methods["trend"][2]["life_slope_per_second"])
     # history from the agent's own samples (seeded 1.000% -> 1.076% bad blocks, 100% -> 99% life)
-    assert re.search(r"^history\s+\d+ points from ", out, re.M)
+    assert re.search(r"^history\s+\d+ samples from ", out, re.M)
     assert "life left: 100% -> 99% over" in out
     assert "bad blocks: 1% -> 1.076% over" in out
     hist = list(itertools.takewhile(lambda h: h.startswith("  "), out.split("TIME (UTC)", 1)[1].splitlines()[1:]))
@@ -232,7 +280,8 @@ def test_drive_by_device_name_and_its_exit_code(seeded_agent):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "CRITICAL   write cache disabled, expected enabled" in r.stdout
     assert re.search(r"^write cache\s+disabled \(expected enabled\); .*hdparm: disabled", r.stdout, re.M)
-    assert re.search(r"^wear-out\s+\d{4}-\d\d-\d\d .* by the observed method$", r.stdout, re.M)
+    assert re.search(r"^wear-out\s+\d{4}-\d\d-\d\d .* by the observed method \(marked \*\)$", r.stdout, re.M)
+    assert projection_blocks(r.stdout)["observed"][0] == "*"
     r = run_status(host, "--drive", "nvme1", "--json", agent_url=agent.url)
     assert r.returncode == 1
     data = json.loads(r.stdout)
@@ -248,10 +297,11 @@ def test_agent_table_has_rates_and_dates(seeded_agent):
     r = run_status(host, "--color", "never", agent_url=agent.url)
     assert r.returncode == 2
     rows = table_rows(r.stdout)
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d rated", rows["dfa"][5])
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d observed", rows["sda"][5])
-    assert re.fullmatch(r"[\d.]+ [GT]B", rows["dfa"][9])  # about 0.5 TB a day, seeded
-    assert "1.076% rising" == rows["dfa"][8]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d rated", rows["dfa"]["WEAR-OUT"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d observed", rows["sda"]["WEAR-OUT"])
+    assert re.fullmatch(r"[\d.]+ [GT]B", rows["dfa"]["WRITES/DAY"])  # about 0.5 TB a day, seeded
+    assert rows["dfa"]["WRITTEN"] == "13.8 TB"
+    assert "1.076% rising" == rows["dfa"]["BAD-BLOCKS"]
 
 
 def test_watch_redraws(host):
