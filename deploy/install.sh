@@ -5,7 +5,9 @@
 #
 #   deploy/install.sh                       install from this checkout (pip fetches the deps)
 #   deploy/install.sh --wheel-dir DIR       ... taking the dependencies from DIR only (offline)
-#   deploy/install.sh --uninstall           remove what install put there (config kept if edited)
+#   deploy/install.sh --uninstall           remove what install put there (config kept if edited);
+#                                           /opt/ssdfleet/bin/ssdfleet-uninstall does the same
+#                                           without a checkout
 #   deploy/install.sh --uninstall --purge   ... and the config, state and system user too
 #
 # --root DIR stages everything under DIR instead of / (tests). The virtualenv inside refers to
@@ -206,6 +208,16 @@ $PIP install --no-index --find-links "$TMP/wheel" --no-deps --force-reinstall "s
 
 mkdir -p "$SHARE"
 install -m 0644 "$SRC/deploy/config.example.yml" "$SHARE/config.example.yml"
+# An uninstaller that needs no checkout: this script, kept beside the virtualenv, run with
+# --uninstall and the prefix and root of this install.
+install -m 0755 "$SRC/deploy/install.sh" "$SHARE/install.sh"
+cat > "$TMP/ssdfleet-uninstall" <<UNINSTALL
+#!/bin/sh
+# Removes ssdfleet as deploy/install.sh installed it here. --purge also removes the config,
+# /var/lib/ssdfleet and the ssdfleet user.
+exec /bin/sh "$SHARE/install.sh" --uninstall --prefix "$PREFIX" --root "$ROOT" "\$@"
+UNINSTALL
+install -m 0755 "$TMP/ssdfleet-uninstall" "$DEST/bin/ssdfleet-uninstall"
 
 # The system user, declared for systemd-sysusers (useradd where there is none).
 mkdir -p "$(dirname "$SYSUSERS")"

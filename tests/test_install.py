@@ -123,7 +123,12 @@ def test_install_twice_then_uninstall(tmp_path, checkout):
     after_edit = tree(root)
     assert {k for k in after_edit if after_edit[k] != tree1.get(k)} == {"etc/ssdfleet/config.yml"}
 
-    removed = install("--uninstall")
+    # The installed uninstaller needs no checkout (run from elsewhere, the checkout hidden).
+    uninstaller = dest / "bin" / "ssdfleet-uninstall"
+    assert os.access(uninstaller, os.X_OK)
+    removed = subprocess.run([str(uninstaller)], capture_output=True, text=True, timeout=120,
+                             cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin"})
+    assert removed.returncode == 0, removed.stdout + removed.stderr
     assert "keeping" in removed.stdout and "edited" in removed.stdout
     assert set(tree(root)) == {"etc", "etc/ssdfleet", "etc/ssdfleet/config.yml"}
 
