@@ -21,7 +21,8 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # .inf and .nan are valid YAML floats and no valid setting
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Tools(_Strict):
@@ -190,6 +191,12 @@ def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) ->
             raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
         except yaml.YAMLError as exc:
             raise ConfigError(f"config {path} is not valid YAML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config {path} is not UTF-8 text (byte {exc.start})") from None
+        except RecursionError:
+            raise ConfigError(f"config {path} is nested too deeply") from None
+        except ValueError as exc:  # PyYAML builds dates itself: "2001-13-45" is a plain ValueError
+            raise ConfigError(f"config {path}: a value YAML reads as a date is not one ({exc})") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):

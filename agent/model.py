@@ -84,7 +84,9 @@ class DriveReading:
     spare_threshold_ratio: Optional[float] = None
     bad_block_ratio: Optional[float] = None
     # counts of defects by type: reallocated, pending, offline_uncorrectable, grown_defect,
-    # reallocation_events, dynamic_bad_block, static_bad_block, program_fail, erase_fail
+    # reallocation_events, dynamic_bad_block, static_bad_block, program_fail, erase_fail, and
+    # the error counts kept as context: reported_uncorrectable (187), command_timeout (188),
+    # udma_crc_errors (199: the cable or backplane, not the flash)
     defects: Dict[str, int] = field(default_factory=dict)
     media_errors: Optional[int] = None  # NVMe media_errors, SCSI uncorrected errors
     critical_warning: Optional[int] = None  # NVMe critical warning bitmask

@@ -333,9 +333,15 @@ class Validator:
 
 def _number(request: Dict[str, Any], key: str, default: float) -> float:
     value = request.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Refused(f"{key} must be a non-negative number")
-    return float(value)
+    try:
+        number = float(value)  # an int beyond float range (JSON allows any) overflows here
+    except OverflowError:
+        raise Refused(f"{key} must be a non-negative number") from None
+    if not math.isfinite(number) or number < 0:
+        raise Refused(f"{key} must be a non-negative number")
+    return number
 
 
 def _response(result: Optional[ToolResult] = None, error: Optional[str] = None) -> bytes:
@@ -673,12 +679,17 @@ class HelperRunner:
             error = body.get("error")
             if error is not None and not isinstance(error, str):
                 raise ValueError("error is not a string")
+            for name in ("stdout", "stderr"):
+                if not isinstance(body.get(name) or "", str):
+                    raise ValueError(f"{name} is not a string")
             stdout = base64.b64decode(body.get("stdout") or "", validate=True)
             stderr = base64.b64decode(body.get("stderr") or "", validate=True)
             duration = body.get("duration", 0.0)
             if isinstance(duration, bool) or not isinstance(duration, (int, float)):
                 raise ValueError("duration is not a number")
-        except (UnicodeDecodeError, ValueError, RecursionError, binascii.Error) as exc:
+            if not (math.isfinite(duration) and duration >= 0):
+                raise ValueError("duration is not a finite number of seconds")
+        except (UnicodeDecodeError, ValueError, RecursionError, OverflowError, binascii.Error) as exc:
             return failed(f"unreadable answer ({exc})")
         return ToolResult(
             argv,

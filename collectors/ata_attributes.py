@@ -40,6 +40,12 @@ PENDING = "pending"
 OFFLINE_UNCORRECTABLE = "offline_uncorrectable"
 PROGRAM_FAIL = "program_fail"
 ERASE_FAIL = "erase_fail"
+# Errors kept as context next to the defects: reads the drive could not correct and reported
+# to the host (187), commands the host timed out (188), and CRC errors on the SATA link (199,
+# a cable or backplane fault more often than a drive fault).
+REPORTED_UNCORRECTABLE = "reported_uncorrectable"
+COMMAND_TIMEOUT = "command_timeout"
+UDMA_CRC_ERRORS = "udma_crc_errors"
 
 DEFECT_MEANINGS = (
     REALLOCATED,
@@ -48,6 +54,9 @@ DEFECT_MEANINGS = (
     OFFLINE_UNCORRECTABLE,
     PROGRAM_FAIL,
     ERASE_FAIL,
+    REPORTED_UNCORRECTABLE,
+    COMMAND_TIMEOUT,
+    UDMA_CRC_ERRORS,
 )
 
 # Units. "lba" is multiplied by the drive's logical sector size.
@@ -60,6 +69,14 @@ GIB = "GiB"
 GB = "GB"  # decimal gigabytes, 10**9
 MIB = "MiB"
 COUNT = "count"
+# A count in the low 16 bits of the raw field. Seagate drives (and HP- and Maxtor-branded
+# ones from Seagate) pack three 16-bit counters into 188 Command_Timeout; smartctl prints them
+# high word first ("2 2 2" is raw 8590065666 in the JSON corpus) when its database knows the
+# format, and as one 48-bit number (8590065673, 55835557908 in the text corpus) when it does
+# not. Read as one number those are billions of timeouts; the low word is the running count
+# and the upper words count the same events in longer-timeout classes. On drives with a plain
+# counter (Micron, Plextor: 8, 27, 38 in the corpus) the low word is the whole value.
+COUNT_LOW16 = "count_low16"
 PAGES = "pages"
 CELSIUS = "celsius"
 # The counter exists on these drives but its unit is not known: the row claims the meaning
@@ -141,11 +158,12 @@ _GIB_32MIB_NAME = r"\bSuperMicro SSD\b"
 # Host_Writes_32MiB carries the same number), HPE MK001920GWTTL, Toshiba HK4R, Toshiba/OCZ
 # TR150 ("Host_Writes"), and the small-vendor drives GS Nanotech GS SSD, INDMEM, Mushkin
 # MKNSSDRE, ORTIAL, SPCC Solid State Disk, Team T253, XPG SX950U, DEPO SM3DT, Lite-On L8H and
-# QUMO SSD.
+# QUMO SSD. Lite-On's LCH (the LCH-256V2S of seeds/001) is the same V2 generation as the L8H,
+# unknown to smartctl's database alike, so it is read the same way (no capture of it exists).
 _32MIB_241 = (
     r"Dell Certified Intel S(?:3520|4x00)|Intel (?:3710|540) Series|\bMK\d{6}GWTTL\b|Toshiba HK4R"
     r"|\bGS SSD \d+|\bINDMEM SSD\b|\bMKNSSDRE\d+[GT]B\b|\bORTIAL SSD\b|\bSPCC Solid State Disk\b"
-    r"|\bTEAM T253|\bXPG SX950U\b|\bDEPO SM3DT|\bLITEON L8H-|\bQUMO SSD\b"
+    r"|\bTEAM T253|\bXPG SX950U\b|\bDEPO SM3DT|\bLITEON L(?:8H|CH)-|\bQUMO SSD\b"
 )
 # Raw counts in sectors although the name says 32 MiB or GiB (devstat / raw = 1, exactly):
 # Patriot P200 (Silicon Motion) and SK hynix SC311.
@@ -159,9 +177,13 @@ _SKH_FEH = r"\bHFS\w+G32FEH\b"
 # SanDisk CloudSpeed (SDLF1DAR, SDLFOCAM): raw 64 and 2432 while the drives logged 30 and
 # 17 billion write commands (their devstat sector counters are below the command counts too);
 # SanDisk SD7UB3Q 241: devstat / raw = 5,002,344 sectors, no unit; SSSTC ER2: devstat
-# all ones; Seagate Desktop HDD.15 242: 125 times devstat Logical Sectors Read.
-_UNKNOWN_241 = r"Sandisk SATA (?:Cloudspeed|CS1K)|\bSanDisk SD7UB3Q|SSSTC ERX"
-_UNKNOWN_242 = r"Sandisk SATA (?:Cloudspeed|CS1K)|SSSTC ERX|Seagate Desktop HDD\.15"
+# all ones; Seagate Desktop HDD.15 242: 125 times devstat Logical Sectors Read; Samsung
+# MZ7LN1T0HAJQ (PM871a, linuxhw capture without device statistics): 241 3949 and 242 5176
+# would be 2 MB written and 2.6 MB read in 3528 power-on hours, while 251 NAND_Writes
+# (61261294592 sectors) and 249 (29211, the same volume in GiB) say 31 TB reached the NAND and
+# 173 averages 28 erase cycles. Not sectors; no second counter on the drive fixes the unit.
+_UNKNOWN_241 = r"Sandisk SATA (?:Cloudspeed|CS1K)|\bSanDisk SD7UB3Q|SSSTC ERX|\bSAMSUNG MZ7LN1T0HAJQ\b"
+_UNKNOWN_242 = r"Sandisk SATA (?:Cloudspeed|CS1K)|SSSTC ERX|Seagate Desktop HDD\.15|\bSAMSUNG MZ7LN1T0HAJQ\b"
 
 # Order matters inside one meaning: the first row that yields a valid value wins. Family
 # rows come before generic rows with the same (ID, name).
@@ -310,6 +332,17 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(182, "Erase_Fail_Count_Total", ERASE_FAIL, COUNT, RAW),
     _R(182, "Erase_Fail_Count", ERASE_FAIL, COUNT, RAW),
     _R(176, "Erase_Fail_Count_Chip", ERASE_FAIL, COUNT, RAW),
+    # Errors as context. 187 and 188 are left alone when smartctl's database does not know the
+    # drive and prints Unknown_Attribute (26 and 23 such rows in the text corpus): the ID
+    # alone is not a meaning. Every name the corpus prints for 199 is the SATA link CRC count.
+    _R(187, "Reported_Uncorrect", REPORTED_UNCORRECTABLE, COUNT, RAW),
+    _R(187, "Uncorrectable_Error_Cnt", REPORTED_UNCORRECTABLE, COUNT, RAW, note="Samsung"),
+    _R(187, "Uncorrectable_ECC_Ct", REPORTED_UNCORRECTABLE, COUNT, RAW, note="Seagate Nytro SATA"),
+    _R(188, "Command_Timeout", COMMAND_TIMEOUT, COUNT_LOW16, RAW),
+    _R(199, "UDMA_CRC_Error_Count", UDMA_CRC_ERRORS, COUNT, RAW),
+    _R(199, "CRC_Error_Count", UDMA_CRC_ERRORS, COUNT, RAW, note="Samsung, Intel, Phison"),
+    _R(199, "SATA_CRC_Error_Count", UDMA_CRC_ERRORS, COUNT, RAW, note="Phison, SandForce"),
+    _R(199, "SATA_CRC_Error", UDMA_CRC_ERRORS, COUNT, RAW, note="Marvell-based SanDisk"),
     # ---- temperature (raw: the low field; smartctl's raw string starts with it) ------
     _R(194, "Temperature_Celsius", TEMPERATURE, CELSIUS, RAW),
     _R(194, "Temperature_Internal", TEMPERATURE, CELSIUS, RAW),
@@ -409,6 +442,13 @@ def _read(rule: AttributeRule, attr: Attribute, sector_bytes: int) -> Optional[T
         if number is None or not 0 < number < 150:
             return None
         return float(number), RAW
+    if rule.unit == COUNT_LOW16:
+        words = re.fullmatch(r"\s*(\d+) (\d+) (\d+)\s*", attr.raw_string or "")
+        if words:  # smartctl's raw16 rendering: high word first, so the low word is last
+            return float(int(words.group(3))), RAW
+        if attr.raw is None or attr.raw < 0:
+            return None
+        return float(attr.raw & 0xFFFF), RAW
     number = attr.normalized if rule.value == NORMALIZED else attr.raw
     if number is None or number < 0:
         return None

@@ -22,6 +22,7 @@ output and must still be parsed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -43,6 +44,18 @@ NVME_DATA_UNIT_BYTES = 512 * 1000
 
 # SCSI error counter log reports volume as decimal gigabytes, in a string.
 SCSI_GIGABYTE = 1000**3
+
+# NVMe SMART/Health log fields kept in DriveReading.extra: (smartctl JSON key, extra key,
+# multiplier to the unit the key names). The three times are minutes in the log.
+_NVME_LOG_EXTRAS: Tuple[Tuple[str, str, int], ...] = (
+    ("controller_busy_time", "controller_busy_seconds", 60),
+    ("warning_temp_time", "warning_temperature_seconds", 60),
+    ("critical_comp_time", "critical_temperature_seconds", 60),
+    ("host_reads", "host_read_commands", 1),
+    ("host_writes", "host_write_commands", 1),
+    ("unsafe_shutdowns", "unsafe_shutdowns", 1),
+    ("num_err_log_entries", "error_log_entries", 1),
+)
 
 
 class NoSmartData(ParseError):
@@ -187,6 +200,21 @@ _BLOCK_DEVICE = re.compile(r"/dev/((?:sd|hd|vd|xvd)[a-z]+|nvme\d+(?:n\d+)?)$")
 _PASS_THROUGH = re.compile(r"megaraid|cciss|aacraid|areca|3ware|hpt|intelliprop|jmb39x|jms56x")
 
 
+# smartctl names a cciss or 3ware disk's device type without its disk number ("cciss", where
+# megaraid says "megaraid,3"): the number is only in the info name, "/dev/sda [cciss_disk_03]"
+# (smartmontools os_linux.cpp, linux_cciss_device and linux_escalade_device). Two disks on one
+# controller would otherwise share device path and type.
+_INFO_NAME_DISK = re.compile(r"\[(?P<controller>cciss|3ware)_disk_(?P<disk>\d+)\]")
+
+
+def _pass_through_type(dev_type: Optional[str], info_name: Optional[str]) -> Optional[str]:
+    """The ``-d`` type with the disk number restored for cciss and 3ware disks."""
+    match = _INFO_NAME_DISK.search(info_name or "")
+    if match is None or (dev_type is not None and dev_type != match.group("controller")):
+        return dev_type
+    return f"{match.group('controller')},{int(match.group('disk'))}"
+
+
 def _block_device(name: str, dev_type: Optional[str]) -> Optional[str]:
     if dev_type and _PASS_THROUGH.search(dev_type):
         return None  # the /dev name is the controller, not this disk
@@ -282,8 +310,66 @@ def _devstat_sectors(
     return value, None
 
 
+# Every ratio the normaliser produces is rounded to this many decimals: a percentage turned into
+# a ratio must read 0.2, not 1 - 80/100 = 0.19999999999999996, and no source is more precise.
+RATIO_DECIMALS = 6
+
+
 def _ratio(percent: float) -> float:
-    return min(1.0, max(0.0, percent / 100.0))
+    """A percentage (of life left, spare left ...) as a ratio in 0..1."""
+    return round(min(100.0, max(0.0, percent)) / 100.0, RATIO_DECIMALS)
+
+
+def _ratio_left(percent_used: float) -> float:
+    """Life left from a percentage used: (100 - used) / 100, so 80 gives 0.2 exactly. Used may
+    pass 100 (NVMe counts up to 255) once the rated life is spent; life left stops at 0."""
+    return round(max(0.0, 100.0 - percent_used) / 100.0, RATIO_DECIMALS)
+
+
+# Write amplification outside this range means one of the two counters is not what the table
+# thinks it is: a NAND counter that counts only part of the NAND writes (WD Blue 3D's 233
+# NAND_GB_Written_TLC leaves out the SLC cache, which 234 counts; Kingston A400's 233 is below
+# its 241), or a host counter in an unknown unit (tiny next to the NAND volume). Compressing
+# controllers (SandForce, and Seagate's Nytro drives built on it: "DuraWrite") truly write less
+# than the host sends when the data compress, which database pages often do; for the families
+# smartctl names as such, a figure down to 0.1 is taken. Elsewhere the counters alone cannot
+# tell compression from a partial counter, so a figure below 1 is not reported.
+WRITE_AMPLIFICATION_RANGE = (1.0, 50.0)
+COMPRESSING_WRITE_AMPLIFICATION_RANGE = (0.1, 50.0)
+_COMPRESSING_FAMILY = re.compile(r"SandForce|Seagate Nytro", re.IGNORECASE)
+
+# A temperature of 0 C is what a drive without a sensor reports (RAID volumes, Crucial m4,
+# SCT status on cheap firmware); below -40 C or above 150 C no drive is working: garbage.
+TEMPERATURE_RANGE = (-40.0, 150.0)
+
+
+def _celsius_problem(value: Any) -> Optional[str]:
+    """Why a temperature reading cannot be taken (None when it can)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{value!r} is not a number"
+    if not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if value == 0:
+        return "0 C: the drive has no sensor there"
+    low, high = TEMPERATURE_RANGE
+    if not low <= value <= high:
+        return f"{value} C outside {low:g}..{high:g}"
+    return None
+
+
+def _write_amplification(
+    nand: float, host: float, how: str, sources: Dict[str, str], extra: Dict[str, str], source: str,
+    model_family: Optional[str] = None,
+) -> Optional[float]:
+    """``nand / host`` rounded, or None with the reason in ``extra`` when it is implausible."""
+    amplification = nand / host
+    compressing = bool(model_family and _COMPRESSING_FAMILY.search(model_family))
+    low, high = COMPRESSING_WRITE_AMPLIFICATION_RANGE if compressing else WRITE_AMPLIFICATION_RANGE
+    if not (math.isfinite(amplification) and low <= amplification <= high):
+        extra["write_amplification_rejected"] = f"{how} = {amplification:.1f} outside {low:g}..{high:g} ({source})"
+        return None
+    sources["write_amplification"] = source
+    return round(amplification, RATIO_DECIMALS)
 
 
 def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
@@ -299,7 +385,7 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
 
     kind = _kind(doc)
     dev_name = device or _lookup(doc, "device.name", "str") or "unknown"
-    dev_type = _lookup(doc, "device.type", "str")
+    dev_type = _pass_through_type(_lookup(doc, "device.type", "str"), _lookup(doc, "device.info_name", "str"))
     sources: Dict[str, str] = {}
     extra: Dict[str, str] = {}
     version = _lookup(doc, "smartctl.version", "list")
@@ -335,11 +421,8 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
     temp_limit = _lookup(doc, "temperature.op_limit_max", "number")
     if temp_limit is None:
         temp_limit = _lookup(doc, "temperature.drive_trip", "number")
-    if kind == KIND_SCSI and not temp_current:
-        # RAID volumes and drives without a temperature log page report 0 (and trip 0).
-        temp_current = None
     if temp_limit == 0:
-        temp_limit = None
+        temp_limit = None  # RAID volumes and drives without a temperature log page: trip 0
     extra_temps: List[Temperature] = []
 
     fields: Dict[str, Any] = {}
@@ -348,10 +431,17 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
     if kind == KIND_NVME:
         log = _lookup(doc, "nvme_smart_health_information_log", "dict") or {}
         path = "nvme_smart_health_information_log"
-        used = _lookup(log, "percentage_used", "int")
-        if used is not None:
+        used = log.get("percentage_used")
+        if isinstance(used, float) and not math.isfinite(used):
+            extra["life_left_ratio_rejected"] = f"nvme percentage_used is {used!r}, not a number"
+            used = None
+        used = _lookup(log, "percentage_used", "int") if used is not None else None
+        if used is not None and used < 0:
+            # The field is an unsigned byte: a negative value is a broken tool or log, not wear.
+            extra["life_left_ratio_rejected"] = f"nvme percentage_used is {used}, below 0"
+        elif used is not None:
             # percentage_used may exceed 100 (up to 255) once the rated life is passed.
-            fields["life_left_ratio"] = max(0.0, 1.0 - used / 100.0)
+            fields["life_left_ratio"] = _ratio_left(used)
             sources["life_left_ratio"] = "nvme percentage_used"
         spare = _lookup(log, "available_spare", "int")
         if spare is not None:
@@ -381,10 +471,13 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
             power_cycles = _big_counter(log, "power_cycles", path)
         if temp_current is None:
             temp_current = _lookup(log, "temperature", "number")
-        for key in ("unsafe_shutdowns", "num_err_log_entries"):
+        # The rest of the health log, as decimal strings in base units. The three times are
+        # minutes in the NVMe SMART/Health log: Controller Busy Time, and the time the composite
+        # temperature spent at or above the warning (WCTEMP) and critical (CCTEMP) thresholds.
+        for key, extra_key, multiplier in _NVME_LOG_EXTRAS:
             value = _big_counter(log, key, path)
             if value is not None:
-                extra[key] = str(value)
+                extra[extra_key] = str(value * multiplier)
         sensors = _lookup(log, "temperature_sensors", "list") or []
         for index, celsius in enumerate(sensors, start=1):
             # Unused sensor slots are skipped by smartctl; guard against nulls anyway.
@@ -407,12 +500,10 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
         else:
             used_finding = findings.get(attrs.LIFE_USED)
             if used_finding is not None:
-                fields["life_left_ratio"] = max(0.0, 1.0 - used_finding.value / 100.0)
+                fields["life_left_ratio"] = _ratio_left(used_finding.value)
                 sources["life_left_ratio"] = used_finding.source
             elif "Percentage Used Endurance Indicator" in devstat:
-                fields["life_left_ratio"] = max(
-                    0.0, 1.0 - devstat["Percentage Used Endurance Indicator"] / 100.0
-                )
+                fields["life_left_ratio"] = _ratio_left(devstat["Percentage Used Endurance Indicator"])
                 sources["life_left_ratio"] = "ata devstat Percentage Used Endurance Indicator"
             else:
                 wear = note("life_left_ratio", attrs.WEAR_LEVELLING_LEFT)
@@ -443,19 +534,25 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
         if nand is not None:
             fields["nand_written_bytes"] = int(nand.value)
             if host_bytes:
-                fields["write_amplification"] = nand.value / host_bytes
-                sources["write_amplification"] = f"{nand.source} / {sources['host_written_bytes']}"
+                fields["write_amplification"] = _write_amplification(
+                    nand.value, host_bytes, "nand/host", sources, extra,
+                    f"{nand.source} / {sources['host_written_bytes']}", model_family,
+                )
         else:
             host_pages = findings.get(attrs.HOST_PROGRAM_PAGES)
             background = findings.get(attrs.BACKGROUND_PROGRAM_PAGES)
             if host_pages is not None and background is not None and host_pages.value > 0:
                 # Micron's own definition: (host pages + FTL/background pages) / host pages.
-                amplification = (host_pages.value + background.value) / host_pages.value
+                amplification = _write_amplification(
+                    host_pages.value + background.value, host_pages.value, "(host + background pages)/host pages",
+                    sources, extra, f"({host_pages.source} + {background.source}) / host pages",
+                )
                 fields["write_amplification"] = amplification
-                sources["write_amplification"] = f"({host_pages.source} + {background.source}) / host pages"
-                if host_bytes:
-                    # Page size is not reported: NAND bytes are estimated from host bytes.
-                    fields["nand_written_bytes"] = int(host_bytes * amplification)
+                if host_bytes and amplification is not None:
+                    # Page size is not reported: NAND bytes are estimated from host bytes, with
+                    # the unrounded page ratio.
+                    pages = host_pages.value + background.value
+                    fields["nand_written_bytes"] = int(host_bytes * (pages / host_pages.value))
                     sources["nand_written_bytes"] = "estimated: host_written_bytes x write_amplification"
 
         spare = note("spare_left_ratio", attrs.SPARE_LEFT)
@@ -470,19 +567,22 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
             if value is not None:
                 defects[meaning] = int(value)
 
-        if temp_current is None:
-            temp_current = findings.value(attrs.TEMPERATURE)
-            if temp_current is None:
-                temp_current = devstat.get("Current Temperature")
-        if temp_max is None:
-            temp_max = devstat.get("Highest Temperature")
+        # smartctl's own choice first, then the attribute table, then device statistics: the
+        # first one that is a plausible reading (a Crucial m4 reports 0 in all three).
+        for candidate in (findings.value(attrs.TEMPERATURE), devstat.get("Current Temperature")):
+            if candidate is not None and (temp_current is None or _celsius_problem(temp_current)):
+                temp_current = candidate
+        if temp_max is None or _celsius_problem(temp_max):
+            temp_max = devstat.get("Highest Temperature", temp_max)
         if temp_limit is None:
             temp_limit = devstat.get("Specified Maximum Operating Temperature")
 
     else:  # SCSI / SAS
         used = _lookup(doc, "scsi_percentage_used_endurance_indicator", "int")
-        if used is not None:
-            fields["life_left_ratio"] = max(0.0, 1.0 - used / 100.0)
+        if used is not None and used < 0:
+            extra["life_left_ratio_rejected"] = f"scsi percentage used endurance indicator is {used}, below 0"
+        elif used is not None:
+            fields["life_left_ratio"] = _ratio_left(used)
             sources["life_left_ratio"] = "scsi percentage used endurance indicator"
         grown = _lookup(doc, "scsi_grown_defect_list", "int")
         if grown is not None:
@@ -502,20 +602,39 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
                 gigabytes = float(text)
             except ValueError:
                 raise ParseError(f"smartctl JSON: {path} is not a number: {text!r}") from None
+            if not math.isfinite(gigabytes) or gigabytes < 0:
+                extra[f"{field_name}_rejected"] = f"{path} is {text!r}"
+                continue
             fields[field_name] = int(round(gigabytes * SCSI_GIGABYTE))
             sources[field_name] = f"scsi error counter log {direction} gigabytes processed x 10^9"
 
     temperatures: List[Temperature] = []
-    if temp_current is not None:
+    rejected: List[str] = []
+
+    def plausible(name: str, value: Any) -> Optional[float]:
+        if value is None:
+            return None
+        problem = _celsius_problem(value)
+        if problem is not None:
+            rejected.append(f"{name} {problem}")
+            return None
+        return float(value)
+
+    celsius = plausible("drive", temp_current)
+    if celsius is not None:
         temperatures.append(
             Temperature(
                 sensor="drive",
-                celsius=float(temp_current),
-                max_celsius=None if temp_max is None else float(temp_max),
-                limit_celsius=None if temp_limit is None else float(temp_limit),
+                celsius=celsius,
+                max_celsius=plausible("drive max", temp_max),
+                limit_celsius=plausible("drive limit", temp_limit),
             )
         )
-    temperatures.extend(extra_temps)
+    for sensor in extra_temps:
+        if plausible(sensor.sensor, sensor.celsius) is not None:
+            temperatures.append(sensor)
+    if rejected:
+        extra["temperature_rejected"] = "; ".join(rejected)
 
     status = _lookup(doc, "smart_status.passed", "bool")
     reading = DriveReading(

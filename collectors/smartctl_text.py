@@ -288,7 +288,13 @@ def _set_capacity(doc: Dict[str, Any], value: str, line: _Line) -> None:
     if not m:
         if _anonymised(value):
             return
-        raise line.fail("user capacity without a byte count")
+        # A damaged capacity line (telegraf's capture says "300,$00,000,000 bytes") costs the
+        # capacity only: the health, temperature and defect lines after it are still good.
+        # The skip is kept as a smartctl-style warning message in the document.
+        messages = doc.setdefault("smartctl", {}).setdefault("messages", [])
+        messages.append({"string": f"line {line.no}: user capacity without a byte count, skipped: "
+                                   f"{line.text.strip()!r}", "severity": "warning"})
+        return
     doc["user_capacity"] = {"bytes": _int(m.group(1), line.no, line.text)}
 
 
@@ -623,6 +629,13 @@ _DEVSTAT_ROW = re.compile(
     r"^0x(?P<page>[0-9a-fA-F]{2})\s+0x(?P<offset>[0-9a-fA-F]{3})\s+(?P<size>\d+)\s+"
     r"(?P<value>-?\d+|-)\s+(?P<flags>[-NDC]{3})\s+(?P<name>.+?)\s*$"
 )
+# The device line smartctl prints when it changed or reports the -d type it opened with:
+# "/dev/sda [cciss_disk_03] [SCSI]: Device open changed type from 'sat,auto' to 'cciss'",
+# "/dev/sg2 [SAT]: Device of type 'sat' [ATA] opened".
+_DEVICE_OPENED = re.compile(
+    r"^(?P<info>/\S+(?: \[[^\]]+\])+): Device (?:open changed type from '[^']*' to '(?P<to>[^']+)'"
+    r"|of type '(?P<of>[^']+)' \[[^\]]+\] opened)"
+)
 _DEVSTAT_PAGE = re.compile(
     r"^0x(?P<page>[0-9a-fA-F]{2})\s+=====\s+=\s+=\s+===\s+== (?P<name>.+?)(?: \(rev (?P<rev>\d+)\))? ==\s*$"
 )
@@ -648,7 +661,7 @@ def parse_smartctl_text(text: str, device: Optional[str] = None) -> Dict[str, An
     doc = parser.run()
     if device:
         doc["device"]["name"] = device
-        doc["device"]["info_name"] = device
+        doc["device"].setdefault("info_name", device)
     return doc
 
 
@@ -678,6 +691,7 @@ class _TextParser:
         self.devstat_pages: List[Dict[str, Any]] = []
         self.sct: Dict[str, int] = {}
         self.scsi_errors: Dict[str, Dict[str, Any]] = {}
+        self.device_info: Dict[str, str] = {}
 
     # -- driver
 
@@ -735,6 +749,13 @@ class _TextParser:
             return self._device_statistics(i)
         if t.startswith("Error counter log:"):
             return self._scsi_error_counter_log(i)
+
+        m2 = _DEVICE_OPENED.match(s)
+        if m2:
+            # smartctl's JSON calls these device.info_name and device.type; the normaliser
+            # restores a cciss disk's number from the info name.
+            self.device_info = {"info_name": m2.group("info"), "type": m2.group("to") or m2.group("of")}
+            return i + 1
 
         m2 = re.match(r"^SMART Attributes Data Structure revision number:\s*(\d+)", t)
         if m2:
@@ -814,7 +835,8 @@ class _TextParser:
             info["build_info"] = f"({build.group(1)})"
         if m.group("release") is not None:
             info["release"] = int(m.group("release"))
-        self.doc["smartctl"] = info
+        # update, not replace: a warning about an earlier line may already be there
+        self.doc["smartctl"] = {**info, **self.doc.get("smartctl", {})}
 
     # -- information section and health lines
 
@@ -1013,7 +1035,10 @@ class _TextParser:
             raise _no_smart_data(reason)
 
         protocol = self.protocol or "ATA"
-        doc["device"] = {"type": protocol.lower(), "protocol": protocol}
+        # device.type is the -d type smartctl opened the drive with. Text output names it only
+        # in the "Device open changed type" line; otherwise it stays out, so the caller's own
+        # -d type (megaraid,44, cciss,0, sat) is not overwritten by a guess from the protocol.
+        doc["device"] = {**self.device_info, "protocol": protocol}
         if protocol == "SCSI" and "model_name" not in doc:
             # smartctl's JSON joins vendor and product into model_name for SCSI devices.
             model = " ".join(x for x in (doc.get("vendor"), doc.get("product")) if x)

@@ -4,8 +4,13 @@ Two kinds of input per parser: arbitrary bytes or text, and real captures from t
 mutated the way broken tools and broken pipes mangle output (byte flips, deleted, duplicated
 and truncated lines, numbers replaced by huge, negative, fractional or non-numbers). The only
 exception allowed out is the parser's documented one: ``ParseError`` (``NoSmartData`` is a
-subclass) for the collectors, ``WebConfigError`` for the web config. Anything else would be a
-crash in the poller's thread or a failed scrape.
+subclass) for the collectors, ``WebConfigError`` for the web config, ``ConfigError`` for the
+agent configuration, ``Refused`` (or an error response) for the probe helper. Anything else
+would be a crash in the poller's thread, a failed scrape or a dead helper connection.
+
+Escapes these tests found are fixed; each keeps a reproducer at the end of the module. A new
+one that cannot be fixed at once can be listed in KNOWN_ESCAPES (the fuzz run then counts it
+instead of failing) with a strict-xfail reproducer.
 
 The number of examples each parser saw is printed at the end of the module.
 """
@@ -13,6 +18,7 @@ The number of examples each parser saw is printed at the end of the module.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import Counter
@@ -20,13 +26,17 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.config import ConfigError, load_config
 from agent.model import ParseError
+from agent.privhelper import PROTOCOL_VERSION, HelperRunner, ProbeHelper, Refused, Validator
+from agent.runner import ToolResult
 from agent.webconfig import WebConfigError, parse_web_config
-from collectors import blockdev, diskstats, shannon, smartctl, smartctl_text, write_cache
-from tests.conftest import FIXTURES, fixture_files, read_fixture
+from collectors import blockdev, diskstats, nvme_cli, shannon, smartctl, smartctl_text, write_cache
+from tests.conftest import FIXTURES, ROOT, fixture_files, read_fixture
 
 # SSDFLEET_FUZZ_SCALE=10 runs ten times the examples (a longer hunt than the test suite's).
 SCALE = float(os.environ.get("SSDFLEET_FUZZ_SCALE", "1"))
@@ -36,6 +46,14 @@ ARBITRARY = settings(max_examples=int(100 * SCALE), deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 EXAMPLES: Counter = Counter()
+
+# (function name, exception type, message pattern): crashes these tests found in modules this
+# suite does not own, reported and reproduced by the strict-xfail tests at the end.
+KNOWN_ESCAPES: List = [
+    # None today. The five these tests found (a PyYAML date ValueError, deep nesting, a config
+    # that is not UTF-8, a timeout beyond float range, a non-string stdout in a helper answer)
+    # are fixed; their reproducers below keep them fixed.
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -79,12 +97,22 @@ SHANNON_A = [read_fixture("shannon/seed000__status-a_9h.txt"),
 HDPARM = _files("write-cache/hdparm", ".out")
 NVME_VWC = _files("write-cache/nvme")
 SMARTCTL_WCACHE = _files("write-cache/smartctl", ".json")
+SMARTCTL_WCACHE_TEXT = _files("write-cache/smartctl", ".txt")
 SYSFS_WCACHE = [b"write back\n", b"write through\n", b"write back\n\n"]
 SCSI_CACHE_TYPE = [read_fixture(p.relative_to(FIXTURES).as_posix())
                    for p in sorted((FIXTURES / "write-cache/sysfs").rglob("cache_type"))]
 DISKSTATS = _files("iostat/proc-diskstats")
 WEBCONFIG_DIR = FIXTURES / "webconfig"
 WEBCONFIG = _files("webconfig", ".yml")
+NVME_SMART_LOG = [p.read_bytes() for p in fixture_files("nvme-cli") if "smart-log" in p.name]
+NVME_LIST = [p.read_bytes() for p in fixture_files("nvme-cli") if "nvme-list" in p.name]
+NVME_ID_CTRL = [p.read_bytes() for p in fixture_files("nvme-cli") if "IdentifyController" in p.name]
+NVME_INTEL = [p.read_bytes() for p in fixture_files("nvme-cli") if "IntelInfoData" in p.name]
+# smartctl --version, and the first lines of every text capture (banners from 5.0 to 7.5)
+VERSIONS = [read_fixture("fakehost/smartctl-version.txt")] + [b"\n".join(d.split(b"\n")[:3]) for d in SMARTCTL_TEXT]
+# The agent's configuration: the shipped example with every key, not a test fixture.
+CONFIG_EXAMPLE = (ROOT / "deploy" / "config.example.yml").read_bytes()
+CONFIG_YAML = [CONFIG_EXAMPLE, b"{}\n", b"intervals: {smartctl: 60}\nwrite_cache_rules:\n  - {model: '^INTEL', expected: disabled}\n"]
 
 
 def _sysfs_tree(root: Path) -> Dict[str, str]:
@@ -206,6 +234,26 @@ def _call_str(fn: Callable[[str], Any]) -> Callable[[bytes], Any]:
     return lambda data: fn(_text(data))
 
 
+def _smart_log(data: bytes) -> Any:
+    return nvme_cli.parse_smart_log_json(data, "/dev/nvme0")
+
+
+def _id_ctrl(data: bytes) -> Any:
+    # the identity helper runs on what the parser returns, as the poller uses them together
+    return nvme_cli.id_ctrl_identity(nvme_cli.parse_id_ctrl_text(data))
+
+
+def _intel_log(data: bytes) -> Any:
+    return nvme_cli.intel_smart_fields(nvme_cli.parse_intel_smart_log_add(data))
+
+
+def _versions(data: bytes) -> Any:
+    # version parsers never raise: no banner is None / False
+    text = _text(data)
+    return (smartctl.smartctl_version(data), smartctl.smartctl_version(text), smartctl.supports_json(data),
+            smartctl_text.smartctl_version(text))
+
+
 PARSERS: Dict[str, tuple] = {
     # name: (function of bytes, seeds, allowed exception)
     "smartctl.parse_smartctl_json": (smartctl.parse_smartctl_json, SMARTCTL_JSON, ParseError),
@@ -223,19 +271,32 @@ PARSERS: Dict[str, tuple] = {
     "write_cache.parse_scsi_cache_type": (_call_str(write_cache.parse_scsi_cache_type), SCSI_CACHE_TYPE, ParseError),
     "write_cache.parse_nvme_feature_vwc": (_call_str(write_cache.parse_nvme_feature_vwc), NVME_VWC, ParseError),
     "write_cache.parse_smartctl_wcache_json": (write_cache.parse_smartctl_wcache_json, SMARTCTL_WCACHE, ParseError),
+    "write_cache.parse_smartctl_wcache_text": (
+        _call_str(write_cache.parse_smartctl_wcache_text), SMARTCTL_WCACHE_TEXT, ParseError),
     "diskstats.parse_diskstats": (_call_str(diskstats.parse_diskstats), DISKSTATS, ParseError),
     "diskstats.parse_diskstats_snapshots": (_call_str(diskstats.parse_diskstats_snapshots), DISKSTATS, ParseError),
     "webconfig.parse_web_config": (
         _call_str(lambda text: parse_web_config(text, str(WEBCONFIG_DIR))), WEBCONFIG, WebConfigError),
+    "nvme_cli.parse_smart_log_json": (_smart_log, NVME_SMART_LOG, ParseError),
+    "nvme_cli.parse_list_json": (nvme_cli.parse_list_json, NVME_LIST, ParseError),
+    "nvme_cli.parse_id_ctrl_text+id_ctrl_identity": (_id_ctrl, NVME_ID_CTRL, ParseError),
+    "nvme_cli.parse_intel_smart_log_add+intel_smart_fields": (_intel_log, NVME_INTEL, ParseError),
+    "smartctl.smartctl_version+supports_json": (_versions, VERSIONS, ParseError),
 }
 
 
-def _check(name: str, fn: Callable[[Any], Any], data: Any, allowed: type) -> None:
+def _check(name: str, fn: Callable[[Any], Any], data: Any, allowed: type) -> Any:
     EXAMPLES[name] += 1
     try:
-        fn(data)
+        return fn(data)
     except allowed:
-        pass  # the parser's own, clear refusal
+        return None  # the parser's own, clear refusal
+    except Exception as exc:
+        for known_name, known_type, pattern in KNOWN_ESCAPES:
+            if name == known_name and isinstance(exc, known_type) and re.search(pattern, str(exc)):
+                EXAMPLES[f"{name} (known escape: {known_type.__name__})"] += 1
+                return None
+        raise
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))
@@ -263,13 +324,27 @@ def test_arbitrary_input(name):
     run()
 
 
+def _finite(reading: Any) -> None:
+    """JSON NaN or Infinity anywhere in the input must never reach the record."""
+    if reading is None:
+        return
+    numbers = [getattr(reading, f) for f in ("life_left_ratio", "spare_left_ratio", "spare_threshold_ratio",
+                                             "bad_block_ratio", "write_amplification")]
+    numbers += [v for t in reading.temperatures for v in (t.celsius, t.max_celsius, t.limit_celsius)]
+    for value in numbers:
+        assert value is None or math.isfinite(value), reading
+    for ratio in ("life_left_ratio", "spare_left_ratio", "spare_threshold_ratio"):
+        value = getattr(reading, ratio)
+        assert value is None or 0.0 <= value <= 1.0, (ratio, value)
+
+
 @MUTATED
 @given(doc=mutated_doc(SMARTCTL_JSON))
 def test_normalise_smartctl_structurally_mutated(doc):
-    _check("smartctl.normalise_smartctl", smartctl.normalise_smartctl, doc, ParseError)
+    _finite(_check("smartctl.normalise_smartctl", smartctl.normalise_smartctl, doc, ParseError))
     # The same document through the JSON entry point, as the poller calls it.
-    _check("smartctl.parse_smartctl_json(doc)", smartctl.parse_smartctl_json,
-           json.dumps(doc, allow_nan=True), ParseError)
+    _finite(_check("smartctl.parse_smartctl_json(doc)", smartctl.parse_smartctl_json,
+                   json.dumps(doc, allow_nan=True), ParseError))
 
 
 @ARBITRARY
@@ -309,3 +384,193 @@ def test_block_device_mutated(files, name):
 def test_sysfs_parsers_arbitrary_files(files):
     _check("blockdev.parse_block_device", lambda f: blockdev.parse_block_device("sda", f), files, ParseError)
     _check("shannon.parse_sysfs", lambda f: shannon.parse_sysfs(f, "dfa"), files, ParseError)
+
+
+# ----------------------------------------------------------------------------- nvme-cli documents
+
+@MUTATED
+@given(doc=mutated_doc(NVME_SMART_LOG))
+def test_nvme_smart_log_doc_structurally_mutated(doc):
+    _check("nvme_cli.smart_log_doc", lambda d: nvme_cli.smart_log_doc(d, "/dev/nvme0"), doc, ParseError)
+    _finite(_check("nvme_cli.parse_smart_log_json", _smart_log, json.dumps(doc, allow_nan=True).encode(),
+                   ParseError))
+
+
+@MUTATED
+@given(doc=mutated_doc(NVME_LIST))
+def test_nvme_list_structurally_mutated(doc):
+    _check("nvme_cli.parse_list_json", nvme_cli.parse_list_json, json.dumps(doc, allow_nan=True), ParseError)
+
+
+@ARBITRARY
+@given(value=st.integers(-(2**70), 2**70) | JSON_VALUE)
+def test_decode_critical_warning_any_value(value):
+    _check("nvme_cli.decode_critical_warning", nvme_cli.decode_critical_warning, value, ParseError)
+
+
+# ----------------------------------------------------------------------------- agent configuration
+
+def _config_from_file(directory: Path) -> Callable[[bytes], Any]:
+    path = directory / "config.yml"
+
+    def load(data: bytes) -> Any:
+        path.write_bytes(data)
+        return load_config(str(path))
+
+    return load
+
+
+@st.composite
+def yaml_docs(draw) -> bytes:
+    """The example configuration with values at random paths replaced by any YAML value."""
+    doc = draw(mutated_doc([json.dumps(yaml.safe_load(CONFIG_EXAMPLE)).encode()]))
+    return yaml.safe_dump(doc, allow_unicode=True).encode("utf-8")
+
+
+def test_load_config_mutated_yaml(tmp_path):
+    load = _config_from_file(tmp_path)
+
+    @MUTATED
+    @given(data=mutated(CONFIG_YAML) | yaml_docs())
+    def run(data: bytes) -> None:
+        _check("config.load_config", load, data, ConfigError)
+
+    run()
+
+
+def test_load_config_arbitrary_text(tmp_path):
+    load = _config_from_file(tmp_path)
+
+    @ARBITRARY
+    @given(data=st.text(max_size=400).map(lambda t: t.encode("utf-8")) | st.binary(max_size=400))
+    def run(data: bytes) -> None:
+        _check("config.load_config", load, data, ConfigError)
+
+    run()
+
+
+# ----------------------------------------------------------------------------- probe helper
+
+def _helper(tmp_path: Path) -> ProbeHelper:
+    """A helper whose dev root holds links to /dev/null (a character device) for the names
+    the requests use; its runner returns a canned result instead of starting a tool."""
+    dev = tmp_path / "dev"
+    (dev / "cciss").mkdir(parents=True)
+    for name in ("sda", "sdb", "nvme0", "scta", "megaraid_sas_ioctl_node", "cciss/c0d0", "twa0"):
+        (dev / name).symlink_to("/dev/null")
+    config = load_config(None, {"paths": {"dev": str(dev)}})
+
+    def runner(argv, timeout=None, **_: Any) -> ToolResult:
+        return ToolResult(tuple(argv), 0, b"{}", b"", 0.01)
+
+    return ProbeHelper(config, runner=runner)
+
+
+def _requests(dev: str) -> List[bytes]:
+    """Requests as the agent sends them (argv built by the probes' own builders). The helper
+    checks "/dev/NAME" against its configured dev root."""
+    probe = smartctl.SmartctlProbe()
+    argvs = [probe.read_argv(f"{dev}/sda", "sat"), probe.read_argv(f"{dev}/nvme0", "nvme"),
+             probe.read_argv(f"{dev}/bus/0", "megaraid,3"), probe.read_argv(f"{dev}/cciss/c0d0", "cciss,1"),
+             ["smartctl", "--scan-open", "--json=c"], ["smartctl", "--version"], ["shannon-status", "-a"],
+             ["shannon-status", "-p", f"{dev}/scta"], ["hdparm", "-W", f"{dev}/sda"]]
+    return [json.dumps({"version": PROTOCOL_VERSION, "argv": argv, "timeout": 30.0, "grace": 2.0,
+                        "max_output": 8388608}).encode() for argv in argvs]
+
+
+def _answered(helper: ProbeHelper) -> Callable[[bytes], Any]:
+    def handle(raw: bytes) -> Any:
+        answer = json.loads(helper.handle(raw, "fuzz"))  # always one JSON object back
+        assert isinstance(answer, dict) and answer["version"] == PROTOCOL_VERSION
+        assert answer["error"] is None or isinstance(answer["error"], str)
+        return answer
+
+    return handle
+
+
+def test_probe_helper_requests(tmp_path):
+    helper = _helper(tmp_path)
+    handle = _answered(helper)
+    seeds = _requests("/dev")
+    # the seeds themselves are accepted and "run": the mutations start from real requests
+    assert all(_check("privhelper.ProbeHelper.handle", handle, seed, Refused)["error"] is None for seed in seeds)
+
+    @MUTATED
+    @given(data=mutated(seeds) | mutated_doc(seeds).map(lambda d: json.dumps(d, allow_nan=True).encode()))
+    def run(data: bytes) -> None:
+        _check("privhelper.ProbeHelper.handle", handle, data, Refused)
+
+    run()
+
+    @ARBITRARY
+    @given(data=st.binary(max_size=600) | st.text(max_size=300).map(str.encode))
+    def arbitrary(data: bytes) -> None:
+        _check("privhelper.ProbeHelper.handle", handle, data, Refused)
+
+    arbitrary()
+
+
+def test_probe_helper_argv_validation(tmp_path):
+    helper = _helper(tmp_path)
+    seeds = [json.loads(r)["argv"] for r in _requests("/dev")]
+    validator: Validator = helper.validator
+
+    @MUTATED
+    @given(argv=st.sampled_from(seeds).flatmap(
+        lambda argv: st.lists(st.sampled_from(argv) | st.text(max_size=40), max_size=len(argv) + 2)) | JSON_VALUE)
+    def run(argv: Any) -> None:
+        _check("privhelper.Validator.check", validator.check, argv, Refused)
+
+    run()
+
+
+ANSWERS = [json.dumps({"version": 1, "exit_code": 0, "stdout": "e30=", "stderr": "", "duration": 0.2,
+                       "timed_out": False, "stuck": False, "truncated": False, "error": None}).encode(),
+           json.dumps({"version": 1, "exit_code": None, "stdout": "", "stderr": "", "duration": 0.0,
+                       "error": "probe helper refused: unknown tool 'rm'"}).encode()]
+
+
+@MUTATED
+@given(data=mutated(ANSWERS) | mutated_doc(ANSWERS).map(lambda d: json.dumps(d, allow_nan=True).encode()))
+def test_helper_answer_decoding(data):
+    def decode(raw: bytes) -> Any:
+        result = HelperRunner._result(("smartctl",), raw, 0.0, lambda why: ToolResult(("smartctl",), None, b"", b"",
+                                                                                       0.0, error=why))
+        assert isinstance(result, ToolResult)
+        return result
+
+    _check("privhelper.HelperRunner._result", decode, data, ())
+
+
+# ----------------------------------------------------------------------------- reproducers
+
+def _config_text(tmp_path: Path, data: bytes) -> None:
+    _config_from_file(tmp_path)(data)
+
+
+def test_fixed_escape_config_bad_date(tmp_path):
+    with pytest.raises(ConfigError):
+        _config_text(tmp_path, b"state_dir: 2001-13-45\n")
+
+
+def test_fixed_escape_config_deep_nesting(tmp_path):
+    with pytest.raises(ConfigError):
+        _config_text(tmp_path, b"[" * 5000)
+
+
+def test_fixed_escape_config_not_utf8(tmp_path):
+    with pytest.raises(ConfigError):
+        _config_text(tmp_path, b"listen_address: \xff\n")
+
+
+def test_fixed_escape_helper_huge_timeout(tmp_path):
+    request = json.loads(_requests("/dev")[0])
+    request["timeout"] = 10**400
+    answer = json.loads(_helper(tmp_path).handle(json.dumps(request).encode(), "test"))
+    assert "timeout" in answer["error"]
+
+
+def test_fixed_escape_helper_answer_stdout_not_a_string():
+    result = HelperRunner._result(("smartctl",), b'{"version": 1, "stdout": 5}', 0.0,
+                                  lambda why: ToolResult(("smartctl",), None, b"", b"", 0.0, error=why))
+    assert result.error and "unreadable answer" in result.error

@@ -42,7 +42,13 @@ SMART_LOG_CASES: List[Any] = [
              life_left_ratio=0.98, spare_left_ratio=1.0, spare_threshold_ratio=0.05, media_errors=0,
              host_written_bytes=136157684 * NVME_UNIT, host_read_bytes=9898518 * NVME_UNIT,
              power_on_seconds=4974 * 3600, power_cycles=64, temperatures={"drive": 37.0},
-             extra={"unsafe_shutdowns": "39", "num_err_log_entries": "110", "source_tool": "nvme-cli"}),
+             # the rest of the log: "controller_busy_time": 8284 (minutes), "warning_temp_time": 0,
+             # "critical_comp_time": 0, "host_read_commands": 313528805, "host_write_commands":
+             # 1928062610, "unsafe_shutdowns": 39, "num_err_log_entries": 110
+             extra={"controller_busy_seconds": str(8284 * 60), "warning_temperature_seconds": "0",
+                    "critical_temperature_seconds": "0", "host_read_commands": "313528805",
+                    "host_write_commands": "1928062610", "unsafe_shutdowns": "39",
+                    "error_log_entries": "110", "source_tool": "nvme-cli"}),
     ),
     (  # nvme-cli 2.11 verbose: critical_warning object, "temperature": 324 (kelvin)
         "netdata__v2.11_nvme-smart-log.json",
@@ -50,7 +56,12 @@ SMART_LOG_CASES: List[Any] = [
              spare_left_ratio=1.0, spare_threshold_ratio=0.05,
              host_written_bytes=1928683480 * NVME_UNIT, host_read_bytes=178037231 * NVME_UNIT,
              power_on_seconds=24424 * 3600, power_cycles=99, temperatures={"drive": 51.0},
-             extra={"unsafe_shutdowns": "49", "num_err_log_entries": "212", "source_tool": "nvme-cli"}),
+             # "controller_busy_time": 69549, "host_read_commands": 5808178366,
+             # "host_write_commands": 24273507789, "unsafe_shutdowns": 49, "num_err_log_entries": 212
+             extra={"controller_busy_seconds": str(69549 * 60), "warning_temperature_seconds": "0",
+                    "critical_temperature_seconds": "0", "host_read_commands": "5808178366",
+                    "host_write_commands": "24273507789", "unsafe_shutdowns": "49",
+                    "error_log_entries": "212", "source_tool": "nvme-cli"}),
     ),
 ]
 

@@ -217,6 +217,23 @@ def test_ssdfleet_agent_simulate_serves_every_drive(tmp_path):
         assert health == serials - liteon
         cache_off = {ls["serial"] for ls, v in samples.get("ssd_write_cache_enabled", []) if v == 0}
         assert cache_off == liteon
+        # The demo starts with two hours of history (seeded through the agent's own parsers),
+        # so wear-out dates and write rates are there from the first scrapes: a write rate for
+        # every drive that counts host writes, and the simulated load (times the 3600 speed-up)
+        # is what the agent measures.
+        rates = {ls["serial"]: v for ls, v in samples.get("ssd_write_rate_bytes_per_second", [])}
+        wearout = {ls["serial"]: v for ls, v in samples.get("ssd_projected_wearout_timestamp_seconds", [])}
+        written = {ls["serial"] for ls, _ in samples.get("ssd_host_written_bytes_total", [])}
+        assert written and written <= set(rates), sorted(written - set(rates))
+        assert len(wearout) >= count - 2, sorted(serials - set(wearout))
+        assert all(v > time.time() - 86400 for v in wearout.values())
+        specs = {d.serial: d for d in demo_drives(count, time.time())}
+        for serial in written:
+            spec = specs[serial]
+            if spec.kind == "shannon":
+                continue  # a card near its end throttles its own writes
+            expected = spec.writes_per_day / 86400 * 3600
+            assert rates[serial] == pytest.approx(expected, rel=0.10), (spec.device, spec.catalogue)
     finally:
         proc.terminate()
         try:
