@@ -16,6 +16,11 @@ wear-out projection, which needs the agent's own history to span more than an ho
   negative while Prometheus watches).
 * :func:`worn_card_status` derives a nearly worn-out card's ``shannon-status -p`` output from
   the real capture by rewriting only the serial, the volumes written and the life left.
+* :data:`CARD_RACK` and :func:`build_card_rack_host`: a host with a dozen more Shannon cards
+  (the same capture, rewritten per card) whose life left and seeded write rates put one card
+  in every band of life left the fleet dashboard draws and one in every 30-day wear-out
+  bucket of the next year, so every fleet panel query has real data without its
+  ``or vector(0)`` fallback.
 
 Everything started here is stopped by :meth:`LiveHost.stop`, with bounded waits.
 """
@@ -143,20 +148,28 @@ def seed_history(
 # ------------------------------------------------------------------ tool output for special drives
 
 
+def _put(pattern: str, value: str, src: str) -> str:
+    """Replace the one line ``pattern`` matches; anything else means the capture changed."""
+    out, n = re.subn(pattern, value, src, flags=re.M)
+    if n != 1:
+        raise ValueError(f"{pattern!r} matched {n} lines of the shannon-status capture")
+    return out
+
+
 def shannon_status_p(
     text: str,
     serial: Optional[str] = None,
     host_written_bytes: Optional[float] = None,
     nand_written_bytes: Optional[float] = None,
     life_left_percent: Optional[int] = None,
+    card: Optional[str] = None,
 ) -> str:
-    """``shannon-status -p`` text with some values replaced (the rest of the capture kept)."""
-    def put(pattern: str, value: str, src: str) -> str:
-        out, n = re.subn(pattern, value, src, flags=re.M)
-        if n != 1:
-            raise ValueError(f"{pattern!r} matched {n} lines of the shannon-status capture")
-        return out
-
+    """``shannon-status -p`` text with some values replaced (the rest of the capture kept).
+    ``card`` renames the card: ``"b"`` makes it /dev/sctb, attached as /dev/dfb."""
+    put = _put
+    if card is not None:
+        text = put(r"^drive=/dev/sct\w+$", f"drive=/dev/sct{card}", text)
+        text = put(r"^device_state=attached as disk /dev/df\w+$", f"device_state=attached as disk /dev/df{card}", text)
     if serial is not None:
         text = put(r"^serial_number=.*$", f"serial_number={serial}", text)
     if host_written_bytes is not None:
@@ -207,6 +220,105 @@ def worn_card_status(serial: str = WORN_SERIAL) -> Tuple[str, str]:
     if n != 1:
         raise ValueError("no life left line in the shannon-status -a capture")
     return status_a, status_p
+
+
+# ------------------------------------------------------------------ a rack of cards
+
+# What the agent's endurance table rates this 1.2 TB card at (capacity x 10,000 P/E cycles,
+# counted in host bytes through the card's write amplification): host bytes written are set
+# to the share of it that matches the life used, as a real card would show.
+CARD_RATED_HOST_BYTES = 8.28e15
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    """One card of :data:`CARD_RACK`: its life left and where its wear-out projection falls.
+
+    The agent's preferred (observed) projection is bytes still to write at the rate of life
+    used so far, ``host x life_left / (1 - life_left)``, over the write rate from its
+    history; :attr:`write_rate` is the rate that puts the projection ``wearout_days`` ahead.
+    """
+
+    letter: str  # the card is /dev/sct<letter>, attached as /dev/df<letter>
+    life_left_percent: int
+    wearout_days: float
+
+    @property
+    def serial(self) -> str:
+        return f"006819246149r0{self.letter}0"[:16]
+
+    @property
+    def host_written(self) -> float:
+        return (100 - self.life_left_percent) / 100.0 * CARD_RATED_HOST_BYTES
+
+    @property
+    def remaining_bytes(self) -> float:
+        life = self.life_left_percent / 100.0
+        return self.host_written * life / (1.0 - life)
+
+    @property
+    def write_rate(self) -> float:
+        return self.remaining_bytes / (self.wearout_days * DAY)
+
+
+# One card in the middle of each 30-day wear-out bucket of the fleet dashboard (0-30 days,
+# 31-60, ... 331-360), and between them every band of life left it draws (0-3 %, 3-10 %,
+# 10-25 %, 25-50 %, 50-75 %; the default hosts fill 75-100 %). 10 % exactly sits on the
+# edge of the "under 10 %" stat, on the side that does not count.
+CARD_RACK = (
+    CardSpec("b", 2, 15),
+    CardSpec("c", 8, 45),
+    CardSpec("d", 15, 75),
+    CardSpec("e", 22, 105),
+    CardSpec("f", 30, 135),
+    CardSpec("g", 45, 165),
+    CardSpec("h", 55, 195),
+    CardSpec("i", 70, 225),
+    CardSpec("j", 60, 255),
+    CardSpec("k", 40, 285),
+    CardSpec("l", 20, 315),
+    CardSpec("m", 10, 345),
+)
+
+
+def _status_a_block(capture: str, letter: str, serial: str, host: float, nand: float, life_percent: int) -> str:
+    """One card's block of ``shannon-status -a`` output, from the captured card's block."""
+    gib = 2**30
+    block = capture
+    block = _put(r"^Found Shannon PCIE SSD card /dev/scta:$", f"Found Shannon PCIE SSD card /dev/sct{letter}:", block)
+    block = _put(r"^Direct-IO drive scta at PCI Address:41:00:0:$",
+                 f"Direct-IO drive sct{letter} at PCI Address:{0x41 + ord(letter) - ord('a'):02x}:00:0:", block)
+    block = _put(rf"^(Model:.*SN: ){SHANNON_SERIAL}$", rf"\g<1>{serial}", block)
+    block = _put(r"^Device state: attached as disk /dev/dfa,", f"Device state: attached as disk /dev/df{letter},", block)
+    block = _put(r"^  Host write data    : .*$", f"  Host write data    : {host / GB:.2f} GB / {host / gib:.2f} GiB", block)
+    block = _put(r"^  Total write data   : .*$", f"  Total write data   : {nand / GB:.2f} GB / {nand / gib:.2f} GiB", block)
+    block = _put(r"^  Estimated life left: \d+% left$", f"  Estimated life left: {life_percent}% left", block)
+    return block
+
+
+def build_card_rack_host(host: FakeHost, cards: Sequence[CardSpec] = CARD_RACK) -> Dict[str, float]:
+    """Add ``cards`` to a default fake host (which keeps its own card, /dev/scta): their
+    ``shannon-status -p`` answers, one ``-a`` listing naming every card, and their block
+    devices. Returns {serial: write rate} for :func:`seed_history`."""
+    capture_p = fixture_path(SHANNON_STATUS_P).read_text()
+    capture_a = fixture_path(SHANNON_STATUS_A).read_text()
+    _, _, amplifier, _ = shannon_values(capture_p)
+    head, sep, _footer = capture_a.partition("Totally found")
+    if not sep or not head.startswith("Found Shannon PCIE SSD card /dev/scta:"):
+        raise ValueError("unexpected shape of the shannon-status -a capture")
+    blocks = [head.rstrip("\n") + "\n"]
+    for card in cards:
+        nand = card.host_written * amplifier
+        host.set_response("shannon-status", f"sct{card.letter}", shannon_status_p(
+            capture_p, serial=card.serial, host_written_bytes=card.host_written,
+            nand_written_bytes=nand, life_left_percent=card.life_left_percent, card=card.letter,
+        ))
+        blocks.append(_status_a_block(head, card.letter, card.serial, card.host_written, nand,
+                                      card.life_left_percent).rstrip("\n") + "\n")
+        host.block_device(f"df{card.letter}", 2343750000)
+    listing = "\n".join(blocks) + f"\nTotally found {len(blocks)} Direct-IO PCIe SSD card on this system.\n"
+    host.set_response("shannon-status", "all", listing)
+    return {card.serial: card.write_rate for card in cards}
 
 
 # ------------------------------------------------------------------ the database's load

@@ -234,7 +234,9 @@ def test_write_cache_off_pages_the_on_call(
         took = page.received - flipped
 
         assert page.body["receiver"] == "pager" and page.body["status"] == "firing", page.body
-        assert page.body["groupLabels"] == {"alertname": ALERT, "instance": instance}
+        # The shipped grouping is per host: the group is the instance (within its job), and the
+        # page names the alert inside it.
+        assert page.body["groupLabels"] == {"instance": instance, "job": "ssdfleet"}, page.body["groupLabels"]
         (alert,) = page.body["alerts"]
         labels = alert["labels"]
         assert labels == {

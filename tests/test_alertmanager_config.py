@@ -70,9 +70,34 @@ def test_an_alert_without_severity_still_reaches_the_ticket_queue():
     assert _route("alertname=SomethingElse") == "tickets"
 
 
-def test_config_groups_by_alertname_and_instance():
+@needs_amtool
+def test_one_hosts_pages_and_tickets_go_to_separate_receivers():
+    # amtool exits non-zero when the route tree picks another receiver than --verify.receivers.
+    host = ["instance=db1:9877", "job=ssdfleet"]
+    for labels, receiver in (
+        (["severity=page", "alertname=SSDWriteCacheDisabled", "device=sda"], "pager"),
+        (["severity=page", "alertname=SSDSmartHealthFailed", "device=sdb"], "pager"),
+        (["severity=ticket", "alertname=SSDLifeLeftLow", "device=sdc"], "tickets"),
+        (["severity=ticket", "alertname=SSDFleetCollectorFailing", "collector=smartctl"], "tickets"),
+    ):
+        result = _amtool(
+            "config", "routes", "test", f"--config.file={CONFIG}", f"--verify.receivers={receiver}", *host, *labels
+        )
+        assert result.returncode == 0, (labels, result.stdout + result.stderr)
+    wrong = _amtool("config", "routes", "test", f"--config.file={CONFIG}", "--verify.receivers=tickets",
+                    *host, "severity=page", "alertname=SSDReadOnly")
+    assert wrong.returncode != 0, "amtool --verify.receivers did not catch a wrong receiver"
+
+
+def test_config_groups_by_host():
+    """One group per scrape target (instance within its job), on every route: no route puts
+    alertname back into the grouping."""
     config = yaml.safe_load(CONFIG.read_text())
-    assert config["route"]["group_by"] == ["alertname", "instance"]
+    assert sorted(config["route"]["group_by"]) == ["instance", "job"]
+    routes = config["route"].get("routes", [])
+    assert {r["receiver"] for r in routes} == {"pager", "tickets"}
+    for route in routes:
+        assert sorted(route.get("group_by", config["route"]["group_by"])) == ["instance", "job"], route
     for receiver in config["receivers"]:
         for hook in receiver.get("webhook_configs", []):
             assert hook["url"].startswith("http://127.0.0.1:"), hook["url"]
@@ -109,6 +134,10 @@ class _Receiver:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def bodies(self, path_suffix: str) -> list:
+        with self.lock:
+            return [body for path, body in self.notifications if path.endswith(path_suffix)]
 
     def alerts(self, path_suffix: str) -> list:
         with self.lock:
@@ -275,3 +304,34 @@ def test_agent_down_inhibits_its_own_health_alerts_on_that_host_only(alertmanage
     assert status[("SSDFleetDataStale", "sda")][0] == "suppressed", status
     assert status[("SSDFleetCollectorFailing", "smartctl")][0] == "suppressed", status
     assert status[("SSDFleetDataStale", "sdz")] == ("active", []), status
+
+
+@needs_alertmanager
+def test_one_host_one_notification_per_receiver(alertmanager, webhook):
+    """Grouping by host: two pages of db1 arrive as ONE page listing both, db2's page as its
+    own; db1's two tickets as one ticket, with no page in it."""
+    db1 = {"instance": "db1:9877", "job": "ssdfleet"}
+    db2 = {"instance": "db2:9877", "job": "ssdfleet"}
+    _post(
+        alertmanager,
+        _alert("SSDWriteCacheDisabled", "page", {**db1, "device": "sda", "serial": "S-A"}),
+        _alert("SSDSmartHealthFailed", "page", {**db1, "device": "sdb", "serial": "S-B"}),
+        _alert("SSDLifeLeftLow", "ticket", {**db1, "device": "sdc", "serial": "S-C"}),
+        _alert("SSDFleetCollectorFailing", "ticket", {**db1, "collector": "smartctl"}),
+        _alert("SSDReadOnly", "page", {**db2, "device": "sda", "serial": "S-Z"}),
+    )
+    pages = _wait_for(lambda: (lambda b: b if len(b) >= 2 else None)(webhook.bodies("/pager")), "two page notifications")
+    tickets = _wait_for(lambda: webhook.bodies("/tickets"), "the ticket notification")
+    time.sleep(2.0)  # longer than group_wait and group_interval here: nothing else may arrive
+    pages, tickets = webhook.bodies("/pager"), webhook.bodies("/tickets")
+
+    def content(body: dict) -> tuple:
+        return (body["groupLabels"].get("instance"), sorted(a["labels"]["alertname"] for a in body["alerts"]))
+
+    assert sorted(content(b) for b in pages) == [
+        ("db1:9877", ["SSDSmartHealthFailed", "SSDWriteCacheDisabled"]),
+        ("db2:9877", ["SSDReadOnly"]),
+    ], pages
+    assert all(b["groupLabels"] == {"instance": b["groupLabels"]["instance"], "job": "ssdfleet"} for b in pages), pages
+    assert [content(b) for b in tickets] == [("db1:9877", ["SSDFleetCollectorFailing", "SSDLifeLeftLow"])], tickets
+    assert tickets[0]["groupLabels"] == db1

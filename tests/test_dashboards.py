@@ -1,28 +1,39 @@
 """The Grafana dashboards: generated JSON is current, well formed, and every query has data.
 
 (a) dashboards/json/*.json equals what ``python -m dashboards.build`` renders now;
-(b) the JSON loads back into grafana-foundation-sdk's typed models unchanged (the SDK's
-    types are generated from Grafana's own schema), and a structural check that needs no SDK:
-    required keys, unique ids, grid positions inside 24 columns and not overlapping, every
-    panel with a templated Prometheus data source and targets, variables defined, and every
-    metric name one that docs/metrics.md (or the recording rules) defines;
+(b) the JSON validates against Grafana's published JSON schema (grafana-foundation-sdk's
+    jsonschema/ files, vendored in tests/fixtures/grafana-schema/ with their provenance):
+    the dashboard schema for the dashboard and every panel, and each panel's options and field
+    config against its panel type's schema where one is vendored; an unknown panel type is an
+    error. It also loads back into grafana-foundation-sdk's typed models unchanged, and a
+    structural check that needs no SDK: required keys, unique ids, grid positions inside 24
+    columns and not overlapping, every panel with a templated Prometheus data source and
+    targets, variables defined, and every metric name one that docs/metrics.md (or the
+    recording rules) defines;
 (c) every panel query, with the template variables resolved the way Grafana resolves them
     (label_values() through the HTTP API of a real Prometheus), returns data from a live fake
-    fleet: three real ``ssdfleet agent`` processes on fake hosts (tests/livefleet.py) - the
+    fleet: four real ``ssdfleet agent`` processes on fake hosts (tests/livefleet.py) - the
     default host, one whose SATA drive has its write cache switched off, one with a nearly
-    worn-out Shannon card and a drive whose smartctl output is cut short - plus a scrape
-    target on a port nothing listens on. Each host's state directory holds a history.sqlite
-    seeded over the past two weeks before its agent starts (the file earlier runs would have
-    left), so the agents export write rates and wear-out projections; a workload thread moves
-    /proc/diskstats and the card counters while Prometheus scrapes every second, with the
-    shipped recording rules evaluated every second.
+    worn-out Shannon card and a drive whose smartctl output is cut short, and one with a rack
+    of twelve more cards spread over every band of life left and every 30-day wear-out bucket
+    of the next year - plus a scrape target on a port nothing listens on. Each host's state
+    directory holds a history.sqlite seeded over the past two weeks before its agent starts
+    (the file earlier runs would have left), so the agents export write rates and wear-out
+    projections; a workload thread moves /proc/diskstats and the card counters while
+    Prometheus scrapes every second. That Prometheus runs the shipped recording rules AND the
+    shipped alert rules (every group evaluated each second, every for: 1 s), as the alerting
+    end-to-end test does with its real agent, so the queries the panels show are answered by
+    the Prometheus that pages. A target ending in ``or vector(0)`` (a stat or bar that must
+    say 0 rather than "No data") is also run without that fallback and must still have data.
 
-(a) and the SDK round trip need grafana-foundation-sdk (Python >= 3.11) and skip without it;
-the rest reads only the committed JSON.
+(a), the SDK round trip and the schema-versus-SDK check need grafana-foundation-sdk
+(Python >= 3.11) and skip without it; schema validation needs the ``jsonschema`` package; the
+rest reads only the committed JSON.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -38,14 +49,25 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ROOT, fixture_path
 from tests.fakehost import build_default_host
-from tests.livefleet import SHANNON_SERIAL, WORN_SERIAL, LiveHost, prepare_host, worn_card_status
+from tests.livefleet import (
+    CARD_RACK,
+    SHANNON_SERIAL,
+    WORN_LIFE_LEFT_PERCENT,
+    WORN_SERIAL,
+    LiveHost,
+    build_card_rack_host,
+    prepare_host,
+    worn_card_status,
+)
 from tests.promstack import Prometheus, free_port, prometheus_binary, skip_or_fail
+from tests.test_alerting_e2e import shortened_rules
 from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL
 
 JSON_DIR = ROOT / "dashboards" / "json"
 DASHBOARD_FILES = ["ssdfleet-fleet.json", "ssdfleet-host.json", "ssdfleet-drive.json"]
 METRICS_DOC = ROOT / "docs" / "metrics.md"
 RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
+ALERT_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-alerts.yml"
 RATE_INTERVAL = "1m"  # what $__rate_interval becomes; the agents are scraped every second
 DATA_TIMEOUT = 90.0  # seconds to wait for every query to have data
 
@@ -103,6 +125,228 @@ def test_json_round_trips_through_sdk_models(name):
     original = load(name)
     decoded = Dashboard.from_json(json.loads(json.dumps(original)))
     assert json.loads(json.dumps(decoded, cls=JSONEncoder)) == original
+
+
+# Grafana's published JSON schema (grafana-foundation-sdk's jsonschema/*.jsonschema.json,
+# vendored verbatim; versions and commits in tests/fixtures/grafana-schema/PROVENANCE.tsv).
+SCHEMA_DIR = "grafana-schema/"
+DASHBOARD_SCHEMA = SCHEMA_DIR + "dashboard.jsonschema.json"
+# Panel type (the "type" of a panel) -> its published schema: definitions "Options" (the
+# panel's options) and "FieldConfig" (its fieldConfig.defaults.custom).
+PANEL_SCHEMAS = {
+    "stat": SCHEMA_DIR + "stat.jsonschema.json",
+    "timeseries": SCHEMA_DIR + "timeseries.jsonschema.json",
+    "state-timeline": SCHEMA_DIR + "statetimeline.jsonschema.json",
+}
+# Panel types the dashboards use whose Grafana 11.x schema the index we vendor from does not
+# hold in a version that accepts what the pinned SDK writes (the bargauge copy predates its
+# legend; no table copy could be dated): the dashboard schema's Panel definition still checks
+# them. Any other type is unknown, hence an error.
+PANEL_TYPES_WITHOUT_SCHEMA = {"bargauge", "table"}
+# Schemas that match the pinned SDK (11.6) definition for definition; the older panel
+# schemas only have to be no looser than it (see test_vendored_schemas_agree_with_the_pinned_sdk).
+SCHEMAS_MATCHING_THE_SDK = {DASHBOARD_SCHEMA, PANEL_SCHEMAS["stat"]}
+
+
+def _schema(relative: str) -> dict:
+    return json.loads(fixture_path(relative).read_text(encoding="utf-8"))
+
+
+def as_grafana_writes_it(schema: dict) -> dict:
+    """The dashboard schema with the three places where the generated JSON schema is stricter
+    than Grafana itself loosened (the vendored file stays verbatim):
+
+    * Threshold.value: the base step of every thresholds list is ``null`` (-Infinity), which
+      the schema's own description of the field says ("Nulls currently appear here when
+      serializing -Infinity to JSON") but its type does not allow;
+    * MatcherConfig.options and DynamicConfigValue.value are "any" in Grafana's CUE schema
+      (``options?: _``), rendered as "object" by the generator; Grafana's byName matcher takes
+      a string and override values are strings, numbers or objects.
+
+    test_published_schema_needs_exactly_these_patches proves each one is needed and that
+    nothing else differs."""
+    patched = copy.deepcopy(schema)
+    definitions = patched["definitions"]
+    definitions["Threshold"]["properties"]["value"] = {"type": ["number", "null"]}
+    definitions["MatcherConfig"]["properties"]["options"] = {}
+    definitions["DynamicConfigValue"]["properties"]["value"] = {}
+    return patched
+
+
+# Where the unpatched schema is expected to complain, one pattern per patch above.
+PATCHED_PATHS = {
+    "Threshold.value": re.compile(r"/thresholds/steps/\d+/value$"),
+    "MatcherConfig.options": re.compile(r"fieldConfig/overrides/\d+/matcher/options$"),
+    "DynamicConfigValue.value": re.compile(r"fieldConfig/overrides/\d+/properties/\d+/value$"),
+}
+
+
+def _validator(definitions: dict, name: str):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema not installed (test extras)")
+    return jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": definitions})
+
+
+def _errors(validator, instance, where: str) -> List[str]:
+    out = []
+    for error in validator.iter_errors(instance):
+        path = "/".join(str(p) for p in error.absolute_path)
+        out.append(f"{where}/{path}: {error.message[:200]}".rstrip("/"))
+    return out
+
+
+def schema_errors(dashboard: dict, patched: bool = True) -> List[str]:
+    """Every way ``dashboard`` breaks the published schema, as "where: what" strings.
+
+    The dashboard without its panels is checked against Dashboard, then each panel on its
+    own against RowPanel or Panel (so a broken panel names its own problem instead of a
+    oneOf failure), and, where its type has a published schema, its options against that
+    schema's Options and its fieldConfig.defaults.custom against its FieldConfig."""
+    schema = _schema(DASHBOARD_SCHEMA)
+    if patched:
+        schema = as_grafana_writes_it(schema)
+    definitions = schema["definitions"]
+    errors = _errors(_validator(definitions, "Dashboard"), dict(dashboard, panels=[]), "dashboard")
+    panel_v, row_v = _validator(definitions, "Panel"), _validator(definitions, "RowPanel")
+    panels = [(f"panels/{i}", p) for i, p in enumerate(dashboard.get("panels", []))]
+    panels += [(f"{where}/panels/{j}", q) for where, p in list(panels) for j, q in enumerate(p.get("panels", []))]
+    for where, panel in panels:
+        kind = panel.get("type")
+        if kind == "row" and "/panels/" not in where[len("panels/"):]:
+            errors += _errors(row_v, dict(panel, panels=[]), where)
+            continue
+        errors += _errors(panel_v, panel, where)
+        if kind in PANEL_SCHEMAS:
+            plugin = _schema(PANEL_SCHEMAS[kind])["definitions"]
+            errors += _errors(_validator(plugin, "Options"), panel.get("options", {}), f"{where}/options")
+            custom = (panel.get("fieldConfig") or {}).get("defaults", {}).get("custom")
+            if "FieldConfig" in plugin and custom is not None:
+                errors += _errors(_validator(plugin, "FieldConfig"), custom, f"{where}/fieldConfig/defaults/custom")
+        elif kind not in PANEL_TYPES_WITHOUT_SCHEMA:
+            errors.append(f"{where}/type: unknown panel type {kind!r}")
+    return errors
+
+
+@pytest.mark.parametrize("name", DASHBOARD_FILES)
+def test_json_validates_against_grafanas_published_schema(name):
+    dashboard = load(name)
+    assert {p["type"] for p in query_panels(dashboard)} & set(PANEL_SCHEMAS), "no panel checked by a panel schema"
+    errors = schema_errors(dashboard)
+    assert not errors, "\n".join(errors)
+    # The same dashboard, whole, against the schema's own root (panels as its oneOf of
+    # Panel and RowPanel): what Grafana's schema says of the file as one document.
+    whole = _validator(as_grafana_writes_it(_schema(DASHBOARD_SCHEMA))["definitions"], "Dashboard")
+    assert not _errors(whole, dashboard, name)
+
+
+def test_published_schema_needs_exactly_these_patches():
+    """Without as_grafana_writes_it() the only complaints are at the three patched places,
+    and each patch is needed by at least one dashboard."""
+    seen = set()
+    for name in DASHBOARD_FILES:
+        for error in schema_errors(load(name), patched=False):
+            where = error.split(": ", 1)[0]
+            matched = [k for k, pattern in PATCHED_PATHS.items() if pattern.search(where)]
+            assert matched, f"{name}: {error} is not one of the documented schema patches"
+            seen.update(matched)
+    assert seen == set(PATCHED_PATHS), f"patches no dashboard needs: {set(PATCHED_PATHS) - seen}"
+
+
+def _first(dashboard: dict, kind: str) -> dict:
+    return next(p for p in query_panels(dashboard) if p["type"] == kind)
+
+
+def test_schema_rejects_a_string_grid_height():
+    dashboard = load("ssdfleet-fleet.json")
+    assert not schema_errors(dashboard)
+    broken = copy.deepcopy(dashboard)
+    panel = _first(broken, "stat")
+    panel["gridPos"]["h"] = str(panel["gridPos"]["h"])
+    errors = schema_errors(broken)
+    assert errors and all("/gridPos/h" in e for e in errors), errors
+
+
+def test_schema_rejects_an_unknown_panel_type():
+    dashboard = load("ssdfleet-host.json")
+    assert not schema_errors(dashboard)
+    broken = copy.deepcopy(dashboard)
+    _first(broken, "timeseries")["type"] = "timeseries-v2"
+    errors = schema_errors(broken)
+    assert len(errors) == 1 and "unknown panel type 'timeseries-v2'" in errors[0], errors
+
+
+@pytest.mark.parametrize("kind", ["timeseries", "state-timeline"])
+def test_schema_rejects_a_bogus_legend_display_mode(kind):
+    dashboard = load("ssdfleet-drive.json")
+    assert not schema_errors(dashboard)
+    broken = copy.deepcopy(dashboard)
+    _first(broken, kind)["options"]["legend"]["displayMode"] = "sideways"
+    errors = schema_errors(broken)
+    assert len(errors) == 1 and "/options/legend/displayMode" in errors[0] and "'sideways'" in errors[0], errors
+
+
+def test_schema_rejects_a_bogus_stat_option():
+    dashboard = load("ssdfleet-fleet.json")
+    broken = copy.deepcopy(dashboard)
+    _first(broken, "stat")["options"]["colorMode"] = "rainbow"
+    errors = schema_errors(broken)
+    assert len(errors) == 1 and "/options/colorMode" in errors[0], errors
+
+
+def _sdk_fields(cls) -> set:
+    """JSON keys a grafana-foundation-sdk model class reads or writes."""
+    import inspect
+
+    source = inspect.getsource(cls.from_json) + inspect.getsource(cls.to_json)
+    return set(re.findall(r'if "(\w+)" in data', source)) | set(re.findall(r'"(\w+)": self\.', source)) | set(
+        re.findall(r'payload\["(\w+)"\]', source)
+    )
+
+
+def test_vendored_schemas_agree_with_the_pinned_sdk():
+    """The SDK pinned in pyproject.toml is generated from Grafana's schema for 11.6: every
+    vendored definition is compared with the SDK class of the same name (object properties,
+    enum values). The dashboard and stat schemas must match it exactly; the older panel
+    schemas must allow nothing the SDK does not know (they may lack fields 11.6 added)."""
+    pytest.importorskip("grafana_foundation_sdk", reason="grafana-foundation-sdk not installed (needs Python >= 3.11)")
+    import enum
+    import importlib
+
+    from grafana_foundation_sdk.models import common
+
+    modules = {DASHBOARD_SCHEMA: "dashboard", **{path: Path(path).name.split(".")[0] for path in PANEL_SCHEMAS.values()}}
+    compared = 0
+    for path, module_name in modules.items():
+        module = importlib.import_module(f"grafana_foundation_sdk.models.{module_name}")
+        for name, definition in _schema(path)["definitions"].items():
+            cls = getattr(module, name, None) or getattr(common, name, None)
+            if cls is None:
+                continue
+            if isinstance(cls, type) and issubclass(cls, enum.Enum):
+                schema_side, sdk_side = set(definition.get("enum", [])), {e.value for e in cls}
+            elif "properties" in definition and hasattr(cls, "from_json"):
+                schema_side, sdk_side = set(definition["properties"]), _sdk_fields(cls)
+            else:
+                continue
+            compared += 1
+            if path in SCHEMAS_MATCHING_THE_SDK:
+                assert schema_side == sdk_side, f"{path} {name}: schema-only {schema_side - sdk_side}, SDK-only {sdk_side - schema_side}"
+            else:
+                assert schema_side <= sdk_side, f"{path} {name}: the schema allows {schema_side - sdk_side}, unknown to the SDK"
+    assert compared > 60
+
+
+def test_panel_types_are_the_sdks():
+    """Every panel type the validation accepts is one the pinned SDK knows as a panel plugin,
+    and the unknown one of the negative test is not."""
+    pytest.importorskip("grafana_foundation_sdk", reason="grafana-foundation-sdk not installed (needs Python >= 3.11)")
+    from grafana_foundation_sdk.cog import plugins, runtime
+
+    plugins.register_default_plugins()
+    for kind in set(PANEL_SCHEMAS) | PANEL_TYPES_WITHOUT_SCHEMA:
+        assert runtime.panelcfg_config(kind) is not None, kind
+    assert runtime.panelcfg_config("timeseries-v2") is None
+    used = {p["type"] for name in DASHBOARD_FILES for p in query_panels(load(name))}
+    assert used <= set(PANEL_SCHEMAS) | PANEL_TYPES_WITHOUT_SCHEMA
 
 
 def _grid_cells(panel: dict) -> set:
@@ -290,7 +534,7 @@ def _fast_rules(tmp_path: Path) -> List[Path]:
 
 
 
-# The live fleet: three agents on fake hosts and a target nobody answers on.
+# The live fleet: four agents on fake hosts and a target nobody answers on.
 WORN_WRITE_RATE = 100e6  # bytes per second the worn card's history shows: due in about 7 weeks
 
 
@@ -332,7 +576,22 @@ def _build_fleet(root: Path, now: float) -> Dict[str, LiveHost]:
     smart = fixture_path("fakehost/scrutiny__smart-nvme-failed.json").read_bytes()
     host.set_response("smartctl", "nvme1", smart[: len(smart) // 3])
     db3 = prepare_host("db3-worn", host, write_rates={WORN_SERIAL: WORN_WRITE_RATE}, now=now)
-    return {h.name: h for h in (db1, db2, db3)}
+    # db4: the default host plus a rack of twelve cards (tests/livefleet.py CARD_RACK), one in
+    # every band of life left and every 30-day wear-out bucket of the fleet dashboard, each
+    # with the history (write rate) that puts its projection there.
+    host = build_default_host(root / "db4")
+    rates = build_card_rack_host(host)
+    db4 = prepare_host("db4-cards", host, write_rates=rates, now=now)
+    return {h.name: h for h in (db1, db2, db3, db4)}
+
+
+def _fast_alert_rules(rules_dir: Path) -> Path:
+    """The shipped alert rules as the alerting end-to-end test runs them: every group each
+    second, and here every for: 1 s (keep_firing_for and every expression as shipped)."""
+    import yaml
+
+    names = [r["alert"] for g in yaml.safe_load(ALERT_RULES.read_text())["groups"] for r in g["rules"] if "alert" in r]
+    return shortened_rules(ALERT_RULES, rules_dir / ALERT_RULES.name, {name: "1s" for name in names})
 
 
 def _wait_for_targets(prom: Prometheus, up: List[str], down: List[str], timeout: float = 30.0) -> None:
@@ -348,9 +607,14 @@ def _wait_for_targets(prom: Prometheus, up: List[str], down: List[str], timeout:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Iterator[Fleet]:
-    """Three real agents on fake hosts with seeded history and a moving workload, one dead
-    target (a port nothing listens on), and a real Prometheus scraping them every second
-    with the shipped recording rules evaluated every second."""
+    """Four real agents on fake hosts with seeded history and a moving workload, one dead
+    target (a port nothing listens on), and a real Prometheus scraping them every second.
+
+    This Prometheus is set up as the alerting end-to-end test's (tests/test_alerting_e2e.py):
+    it scrapes real ``ssdfleet agent`` processes reading fake tools (there one host, here
+    four) and evaluates the shipped recording AND alert rules every second, so the panel
+    queries below run on a Prometheus that also raises the shipped alerts (see
+    test_the_same_prometheus_raises_the_fleets_alerts)."""
     if not prometheus_binary():
         skip_or_fail("prometheus binary not found (apt-get install prometheus, or set PROMETHEUS_BIN)")
     root = tmp_path_factory.mktemp("fleet")
@@ -368,7 +632,7 @@ def fleet(tmp_path_factory) -> Iterator[Fleet]:
         prom = Prometheus(
             workdir=root / "prometheus",
             scrape_targets={"ssdfleet": [h.target for h in hosts.values()] + [dead_target]},
-            rule_files=_fast_rules(rules_dir),
+            rule_files=[*_fast_rules(rules_dir), _fast_alert_rules(rules_dir)],
             scrape_interval="1s",
             evaluation_interval="1s",
         )
@@ -485,6 +749,38 @@ def test_live_expositions_lint_clean(fleet):
         assert families <= documented, f"{name}: undocumented {families - documented}"
 
 
+# A target ending in this returns 0 rather than "No data" when nothing matches (a count on a
+# stat or a bar gauge): it always has data, so it is also run without the fallback.
+ZERO_FALLBACK = re.compile(r"\s+or\s+vector\(0\)\s*$")
+# Targets whose query legitimately matches nothing in the live fleet, so only the fallback
+# answers: (dashboard, panel title, refId) -> why. The test checks that each still has no data
+# without the fallback (when the fleet grows one, remove it here).
+FALLBACK_ONLY = {
+    ("ssdfleet-fleet.json", "Stuck probes", "A"): (
+        "no probe of the live fleet is stuck: that needs a tool process that survives SIGKILL "
+        "for the whole module (tests/test_faults.py fakes one with ptrace for seconds)"
+    ),
+}
+
+
+def without_zero_fallback(expr: str) -> Optional[str]:
+    """``expr`` without its trailing ``or vector(0)``, or None when it has none."""
+    stripped = ZERO_FALLBACK.sub("", expr)
+    return stripped if stripped != expr else None
+
+
+def test_zero_fallback_is_recognised():
+    assert without_zero_fallback("count(ssd_x == 0) or vector(0)") == "count(ssd_x == 0)"
+    assert without_zero_fallback("count(ssd_x) or vector(0) > 1") is None
+    assert without_zero_fallback("count(ssd_x)") is None
+    found = [
+        t["expr"] for n in DASHBOARD_FILES for p in query_panels(load(n)) for t in p["targets"]
+        if without_zero_fallback(t["expr"])
+    ]
+    assert len(found) == sum(t["expr"].count("vector(0)") for n in DASHBOARD_FILES for p in query_panels(load(n))
+                             for t in p["targets"])
+
+
 def test_every_panel_query_returns_data(fleet, capsys, record_property):
     prom = fleet.prom
     groups = prom.rules()
@@ -493,10 +789,13 @@ def test_every_panel_query_returns_data(fleet, capsys, record_property):
     broken = [(r["name"], r.get("lastError")) for g in prom.rules() for r in g["rules"] if r.get("health") == "err"]
     assert not broken, broken
     # rate() needs two samples of every counter inside its window
-    prom.wait_for_query("count(rate(ssd_io_writes_completed_total[1m]) > 0) >= 9", timeout=30)
+    prom.wait_for_query("count(rate(ssd_io_writes_completed_total[1m]) > 0) >= 12", timeout=30)
 
-    # (dashboard, panel title, refId) -> {"errors": [...], "data": bool}
-    checks: Dict[Tuple[str, str, str], Dict[str, object]] = {}
+    # Keyed by panel id as well as title: two panels of a dashboard may share a title (the
+    # "Write caches off" stat and table), and each must have data on its own. A target with
+    # an "or vector(0)" fallback is checked twice, as written and without the fallback.
+    # (dashboard, panel id, panel title, refId, variant) -> {"errors": [...], "data": bool}
+    checks: Dict[Tuple[str, int, str, str, str], Dict[str, object]] = {}
     slowest: Tuple[float, str] = (0.0, "")
     runs = 0
     started = time.monotonic()
@@ -508,34 +807,43 @@ def test_every_panel_query_returns_data(fleet, capsys, record_property):
             dashboard = load(name)
             combos = _variable_combinations(prom, dashboard)
             for panel, target in ((p, t) for p in query_panels(dashboard) for t in p["targets"]):
-                key = (name, panel["title"], target["refId"])
-                if pending is not None and key not in pending:
-                    continue
-                state = checks.setdefault(key, {"errors": [], "data": False})
-                state["errors"] = []
-                for combo in combos:
-                    expr = _substitute(target["expr"], combo)
-                    assert "$" not in expr, f"{key}: unresolved variable in {expr}"
-                    answer, took = _run(prom, target, expr, now)
-                    runs += 1
-                    if took > slowest[0]:
-                        slowest = (took, f"{name} / {panel['title']} / {target['refId']}")
-                    if answer.get("status") != "success":
-                        state["errors"].append(f"{combo}: {answer.get('error')} in {expr}")
-                    elif _has_data(answer):
-                        state["data"] = True
-        pending = {k for k, s in checks.items() if s["errors"] or not s["data"]}
+                variants = [("as written", target["expr"])]
+                stripped = without_zero_fallback(target["expr"])
+                if stripped is not None:
+                    variants.append(("without or vector(0)", stripped))
+                for variant, template in variants:
+                    key = (name, panel["id"], panel["title"], target["refId"], variant)
+                    if pending is not None and key not in pending:
+                        continue
+                    state = checks.setdefault(key, {"errors": [], "data": False})
+                    state["errors"] = []
+                    for combo in combos:
+                        expr = _substitute(template, combo)
+                        assert "$" not in expr, f"{key}: unresolved variable in {expr}"
+                        answer, took = _run(prom, target, expr, now)
+                        runs += 1
+                        if took > slowest[0]:
+                            slowest = (took, f"{name} / {panel['title']} / {target['refId']}")
+                        if answer.get("status") != "success":
+                            state["errors"].append(f"{combo}: {answer.get('error')} in {expr}")
+                        elif _has_data(answer):
+                            state["data"] = True
+        expected_empty = {k for k in checks if k[4] != "as written" and (k[0], k[2], k[3]) in FALLBACK_ONLY}
+        pending = {k for k, st in checks.items() if st["errors"] or (not st["data"] and k not in expected_empty)}
         if not pending or time.monotonic() > deadline:
             break
         time.sleep(1.0)
 
-    record_property("panel_queries", len(checks))
+    stripped_checks = [k for k in checks if k[4] != "as written"]
+    record_property("panel_queries", len(checks) - len(stripped_checks))
+    record_property("zero_fallback_queries", len(stripped_checks))
     record_property("query_runs", runs)
     record_property("slowest_panel_query_seconds", round(slowest[0], 4))
     with capsys.disabled():
         print(
-            f"\n[dashboards] {len(checks)} panel queries, {runs} runs with variables substituted, "
-            f"all with data after {time.monotonic() - started:.1f} s; "
+            f"\n[dashboards] {len(checks) - len(stripped_checks)} panel queries (+{len(stripped_checks)} run again "
+            f"without their or vector(0) fallback, {len(expected_empty)} of them expected empty), {runs} runs "
+            f"with variables substituted, done after {time.monotonic() - started:.1f} s; "
             f"slowest {slowest[0] * 1000:.1f} ms: {slowest[1]}"
         )
     problems = [
@@ -544,7 +852,10 @@ def test_every_panel_query_returns_data(fleet, capsys, record_property):
         if key in pending
     ]
     assert not problems, "\n".join(problems)
-    assert len(checks) > 60
+    # The fallback-only targets really have nothing without the fallback (else drop them).
+    assert not [k for k in expected_empty if checks[k]["data"]], [k for k in expected_empty if checks[k]["data"]]
+    assert {(k[0], k[2], k[3]) for k in expected_empty} == set(FALLBACK_ONLY), "FALLBACK_ONLY names a missing target"
+    assert len(checks) - len(stripped_checks) > 60 and len(stripped_checks) >= 20
 
 
 def _stat(prom: Prometheus, title: str) -> Optional[float]:
@@ -560,16 +871,19 @@ def _stat(prom: Prometheus, title: str) -> Optional[float]:
 
 def test_fleet_overview_counts_what_the_fleet_has(fleet):
     """The headline numbers match the fleet the test built, not just "some data"."""
+    # From how the fleet was built: the worn card (5 %, then 4 %; due in 5-7 weeks) and the
+    # rack's cards by their designed life left and wear-out date.
     expected = {
         "Drives": float(sum(len(h.drives) for h in fleet.hosts.values())),
-        "Under 10 % life left": 1.0,  # the worn card
-        "Wear-out within 90 days": 1.0,  # the worn card, due in about 7 weeks
+        "Under 10 % life left": 1.0 + sum(c.life_left_percent < 10 for c in CARD_RACK),
+        "Wear-out within 90 days": 1.0 + sum(c.wearout_days <= 90 for c in CARD_RACK),
         "Write caches off": 1.0,  # sda on db2
         "Write cache not as expected": 1.0,
         "Stale agents": 1.0,  # the dead target
         "Collectors failing": 1.0,  # smartctl on db3
         "Stuck probes": 0.0,
     }
+    assert WORN_LIFE_LEFT_PERCENT < 10
     deadline = time.monotonic() + 30
     while True:
         seen = {title: _stat(fleet.prom, title) for title in expected}
@@ -583,3 +897,56 @@ def test_fleet_overview_counts_what_the_fleet_has(fleet):
     assert worn.workload.worn_at is not None
     falling = fleet.prom.wait_for_query("deriv(ssd_life_left_ratio[7d]) < 0", timeout=20)
     assert {r["metric"]["serial"] for r in falling["data"]["result"]} == {WORN_SERIAL}
+
+
+def test_fleet_bands_and_buckets_have_the_designed_drives(fleet):
+    """The rack puts one card in every band of life left and every 30-day wear-out bucket:
+    read back through the recording rules and the agents' projections on Prometheus."""
+    prom = fleet.prom
+    bands = prom.wait_for_query(
+        "job:ssd_life_left_ratio:count", timeout=30,
+        predicate=lambda a: a.get("status") == "success" and len(a["data"]["result"]) == 6,
+    )
+    counts = {r["metric"]["band"]: float(r["value"][1]) for r in bands["data"]["result"]}
+    assert set(counts) == {"0-3%", "3-10%", "10-25%", "25-50%", "50-75%", "75-100%"} and min(counts.values()) >= 1
+    answer = prom.query(
+        f'floor((min by (serial) (ssd_projected_wearout_timestamp_seconds{{instance="{fleet.hosts["db4-cards"].target}"}})'
+        " - time()) / 86400 / 30)"
+    )
+    month = {r["metric"]["serial"]: int(float(r["value"][1])) for r in answer["data"]["result"]}
+    assert {c.serial: month.get(c.serial) for c in CARD_RACK} == {c.serial: int(c.wearout_days // 30) for c in CARD_RACK}
+    assert sorted(month[c.serial] for c in CARD_RACK) == list(range(12))
+
+
+def test_the_same_prometheus_raises_the_fleets_alerts(fleet):
+    """The Prometheus that answered the panel queries evaluates the shipped alert rules too
+    (every for: 1 s): the fleet's problems fire there, as designed."""
+    db2, db3, db4 = (fleet.hosts[n].target for n in ("db2-cache-off", "db3-worn", "db4-cards"))
+    critical = [c for c in CARD_RACK if c.life_left_percent < 3]
+    within_30 = [c for c in CARD_RACK if c.wearout_days <= 30]
+    assert critical and within_30
+    expected = {
+        ("SSDWriteCacheDisabled", db2, SDA_SERIAL),
+        ("SSDFleetAgentDown", fleet.dead_target, ""),
+        ("SSDFleetCollectorFailing", db3, "smartctl"),
+        ("SSDLifeLeftLow", db3, WORN_SERIAL),
+        *(("SSDLifeLeftCritical", db4, c.serial) for c in critical),
+        *(("SSDWearOutWithin30Days", db4, c.serial) for c in within_30),
+    }
+
+    def firing() -> set:
+        return {
+            (a["labels"]["alertname"], a["labels"].get("instance"), a["labels"].get("serial") or a["labels"].get("collector", ""))
+            for a in fleet.prom.alerts()
+            if a["state"] == "firing"
+        }
+
+    deadline = time.monotonic() + 30
+    seen = firing()
+    while not expected <= seen and time.monotonic() < deadline:
+        time.sleep(0.5)
+        seen = firing()
+    assert expected <= seen, f"missing {expected - seen}; firing {sorted(seen)}"
+    # and nothing about a card that is healthy (10 % life left exactly is not under 10 %)
+    healthy = {c.serial for c in CARD_RACK if c.life_left_percent >= 10 and c.wearout_days > 30}
+    assert not [a for a in seen if a[2] in healthy], sorted(seen)

@@ -228,15 +228,153 @@ def _unit_test_docs() -> list:
     return [yaml.safe_load(p.read_text()) for p in UNIT_TESTS]
 
 
-def test_every_alert_fires_and_stays_silent_in_a_unit_test():
-    fired, silent = set(), set()
-    for doc in _unit_test_docs():
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+LOOKBACK_SECONDS = 300  # Prometheus' default lookback: a sample is visible for 5 minutes
+
+
+def parse_duration(text) -> float:
+    """Seconds in a Prometheus duration ("1h30m", "15m", "0m"); 0 for None."""
+    if text in (None, "", 0):
+        return 0.0
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text):
+        raise ValueError(f"not a Prometheus duration: {text!r}")
+    return float(sum(int(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def sample_presence(values: str) -> list:
+    """One entry per sample slot of a promtool ``values`` string: True for a sample, False
+    for a missing one (``_``), None for a stale marker. ``a+bxN`` and ``axN`` are N+1
+    samples, ``_xN`` is N missing ones."""
+    slots: list = []
+    for token in str(values).split():
+        m = re.fullmatch(r"(.*?)x(\d+)", token)
+        if m and m.group(1) == "_":
+            slots += [False] * int(m.group(2))
+        elif m:
+            slots += [True] * (int(m.group(2)) + 1)
+        elif token == "_":
+            slots.append(False)
+        elif token == "stale":
+            slots.append(None)
+        else:
+            slots.append(True)
+    return slots
+
+
+def series_live_at(values: str, interval: float, t: float) -> bool:
+    """Does an input series have a sample a query at time t sees (the latest sample at or
+    before t, not a stale marker, at most LOOKBACK_SECONDS old)?"""
+    latest = None
+    for i, present in enumerate(sample_presence(values)):
+        if i * interval > t:
+            break
+        if present is None:
+            latest = None
+        elif present:
+            latest = i * interval
+    return latest is not None and t - latest <= LOOKBACK_SECONDS
+
+
+def ordered_metric_names(expr: str) -> list:
+    """metric_names() in order of first appearance: the first is what the rule is about."""
+    names = metric_names(expr)
+    order: list = []
+    for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", expr):
+        if m.group(0) in names and m.group(0) not in order:
+            order.append(m.group(0))
+    return order
+
+
+def _recording_inputs() -> dict:
+    """recorded name -> the metric-name sets of the rules that record it."""
+    out: dict = {}
+    for path in (ALERTS, RECORDING):
+        for rule in _rules(path):
+            if "record" in rule:
+                out.setdefault(rule["record"], []).append(metric_names(rule["expr"]))
+    return out
+
+
+def silent_after_for(docs: list, alerts: list) -> set:
+    """Alerts that some unit test expects to be silent (``exp_alerts: []``) at an eval_time at
+    or after the alert's ``for:``, while a series of the metric the alert is about exists at
+    that time: an input series, or a recorded series all of whose inputs exist then."""
+    recorded = _recording_inputs()
+    subject = {r["alert"]: ordered_metric_names(r["expr"])[0] for r in alerts}
+    hold = {r["alert"]: parse_duration(r.get("for")) for r in alerts}
+    found: set = set()
+    for doc in docs:
+        default_interval = doc.get("evaluation_interval", "1m")
         for case in doc.get("tests", []):
+            interval = parse_duration(case.get("interval", default_interval))
+            inputs: dict = {}
+            for item in case.get("input_series", []) or []:
+                name = item["series"].split("{", 1)[0].strip()
+                inputs.setdefault(name, []).append(item["values"])
+
+            def exists(name: str, t: float, inputs: dict = inputs, interval: float = interval, depth: int = 0) -> bool:
+                if any(series_live_at(v, interval, t) for v in inputs.get(name, [])):
+                    return True
+                if depth < 5 and name in recorded:
+                    return any(
+                        reads and all(exists(m, t, inputs, interval, depth + 1) for m in reads) for reads in recorded[name]
+                    )
+                return False
+
             for check in case.get("alert_rule_test", []) or []:
-                (fired if check.get("exp_alerts") else silent).add(check["alertname"])
-    for rule in _alerts():
+                name = check["alertname"]
+                if name not in subject or check.get("exp_alerts"):
+                    continue
+                t = parse_duration(check["eval_time"])
+                if t >= hold[name] and exists(subject[name], t):
+                    found.add(name)
+    return found
+
+
+def test_every_alert_fires_and_stays_silent_in_a_unit_test():
+    """Fires: some test expects the alert. Silent: some test expects nothing from it AFTER its
+    for: has elapsed, with a series of the metric it watches present at that moment (a check
+    before the for: ends, or on a series that no longer exists, proves nothing)."""
+    docs = _unit_test_docs()
+    alerts = _alerts()
+    fired = {
+        check["alertname"]
+        for doc in docs
+        for case in doc.get("tests", [])
+        for check in case.get("alert_rule_test", []) or []
+        if check.get("exp_alerts")
+    }
+    silent = silent_after_for(docs, alerts)
+    for rule in alerts:
         assert rule["alert"] in fired, f"{rule['alert']} never fires in tests/rules"
-        assert rule["alert"] in silent, f"{rule['alert']} is never shown silent in tests/rules"
+        assert rule["alert"] in silent, (
+            f"{rule['alert']} is never shown silent in tests/rules after its for: "
+            f"({rule.get('for', '0m')}) with a {ordered_metric_names(rule['expr'])[0]} series present"
+        )
+
+
+def test_silence_check_rejects_weak_evidence():
+    """The checker itself: an empty expectation before the for: ends, after the series is
+    gone, or on another metric does not count; one after the for: on a live series does."""
+    alerts = [{"alert": "A", "expr": "ssd_x > 1", "for": "10m"}]
+
+    def doc(values: str, eval_time: str, series: str = "ssd_x") -> list:
+        return [{"evaluation_interval": "1m", "tests": [{
+            "interval": "1m",
+            "input_series": [{"series": series + '{device="sda"}', "values": values}],
+            "alert_rule_test": [{"eval_time": eval_time, "alertname": "A", "exp_alerts": []}],
+        }]}]
+
+    assert silent_after_for(doc("0x30", "10m"), alerts) == {"A"}
+    assert silent_after_for(doc("0x30", "9m"), alerts) == set()  # for: not elapsed
+    assert silent_after_for(doc("0x5", "20m"), alerts) == set()  # series gone (last sample 5m)
+    assert silent_after_for(doc("0x30", "20m", series="ssd_y"), alerts) == set()  # other metric
+    assert silent_after_for(doc("0x8 stale _x20", "15m"), alerts) == set()  # stale marker
+    assert parse_duration("1h30m") == 5400 and parse_duration(None) == 0
+    with pytest.raises(ValueError):
+        parse_duration("1hour")
+    assert sample_presence("1x2 _ _x2 3+1x1 stale") == [True, True, True, False, False, False, True, True, None]
 
 
 def test_every_recording_rule_is_checked_in_a_unit_test():
