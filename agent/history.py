@@ -40,13 +40,14 @@ use of the single connection (opened with ``check_same_thread=False``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from agent.model import DriveReading
 
@@ -110,6 +111,21 @@ _SQLITE_CORRUPT = 11
 _SQLITE_CANTOPEN = 14
 _SQLITE_AUTH = 23
 _SQLITE_NOTADB = 26
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: BEGIN IMMEDIATE, COMMIT, or ROLLBACK and re-raise."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        raise
 
 
 @dataclass(frozen=True)
@@ -446,19 +462,11 @@ class History:
         missing = _missing_columns(conn)
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if missing or version < SCHEMA_VERSION:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(conn):
                 for name, kind in missing:
                     conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
                 if version < SCHEMA_VERSION:
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
             log.info(
                 "history: %s upgraded from schema version %d to %d (added: %s)",
                 self.path,
@@ -575,8 +583,7 @@ class History:
         try:
             if not self._schema_current:
                 self._upgrade(conn)  # the file was not writable at open, or the disk was full
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _immediate(conn):
                 conn.executemany(
                     f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [s.as_row() for s in self._pending],
@@ -590,13 +597,6 @@ class History:
                         "ORDER BY ts DESC LIMIT 1 OFFSET ?)",
                         (serial, serial, self.max_rows_per_drive - 1),
                     )
-                conn.execute("COMMIT")
-            except BaseException:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
         except (sqlite3.Error, OSError) as exc:
             self._note_error(exc)
             if not self.in_memory:
@@ -750,19 +750,11 @@ class History:
                 return
             conn = self._conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with _immediate(conn):
                     conn.execute(_FLAGS_TABLE)
                     conn.execute("DELETE FROM flags")
                     conn.executemany("INSERT INTO flags (serial, key, since) VALUES (?, ?, ?)",
                                      [(serial, key, since) for (serial, key), since in sorted(times.items())])
-                    conn.execute("COMMIT")
-                except BaseException:
-                    try:
-                        conn.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
-                    raise
             except (sqlite3.Error, OSError) as exc:
                 self._note_error(exc)
 

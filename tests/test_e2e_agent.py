@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors import blockdev
-from tests.fakehost import ROOT, AgentProcess, build_default_host, free_port, promtool
+from tests.fakehost import ROOT, AgentProcess, build_default_host, free_port, promtool, stop_process
 from tests.promstack import skip_or_fail
 
 # Values read off the fixture files by hand.
@@ -157,15 +157,6 @@ def run_ssdfleet_agent(tmp_path, args, env) -> Tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}"
 
 
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-
-
 def get_metrics(url: str) -> Optional[bytes]:
     try:
         with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
@@ -206,7 +197,7 @@ def test_ssdfleet_command_finds_the_fake_tools_on_its_path(host, tmp_path):
         assert value(s, "ssd_smart_healthy", serial=SDA_SERIAL) == 1
         check_metrics(text)
     finally:
-        stop(proc)
+        stop_process(proc)
     calls = host.calls()
     assert any(c.startswith("smartctl --scan-open") for c in calls)
     assert any(c.startswith("shannon-status -p /dev/scta") for c in calls)
@@ -241,7 +232,7 @@ def test_on_this_machine_without_fakes(tmp_path):
             assert re.sub(r"^(nvme\d+)n\d+$", r"\1", disk) in devices, (disk, devices)
         assert value(s, "ssd_drives") == len(devices)
     finally:
-        stop(proc)
+        stop_process(proc)
     log = (tmp_path / "ssdfleet.log").read_text()
     assert "Traceback" not in log, log
 

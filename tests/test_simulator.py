@@ -24,7 +24,7 @@ from simulator import render, tool
 from simulator.demo import demo_drives
 from simulator.host import SimHost, make_spec
 from simulator.wear import DAY, average_write_rate, state_at, wearout_time
-from tests.fakehost import ROOT, free_port
+from tests.fakehost import ROOT, free_port, stop_process
 
 T0 = 1_700_006_400.0  # midnight UTC, so whole simulated days hold whole daily cycles
 WEEKS = 3
@@ -235,10 +235,5 @@ def test_ssdfleet_agent_simulate_serves_every_drive(tmp_path):
             expected = spec.writes_per_day / 86400 * 3600
             assert rates[serial] == pytest.approx(expected, rel=0.10), (spec.device, spec.catalogue)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc)
         log.close()

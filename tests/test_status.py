@@ -7,14 +7,17 @@ history, see test_page) and read it over HTTP.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Dict, Optional, Tuple
@@ -188,12 +191,18 @@ def test_colour_always_never_and_piped(host):
     assert "\x1b" not in run_status(host).stdout  # auto, and stdout is a pipe here
 
 
-def test_colour_auto_on_a_terminal(host):
-    """--color auto colours when stdout is a real terminal (a pty, as ssh gives)."""
+def on_a_terminal(host: FakeHost, cols: Optional[int] = None, rows: int = 40,
+                  env: Optional[Dict[str, str]] = None) -> Tuple[int, str, str]:
+    """``ssdfleet status`` on a real pty (as ssh gives), of ``cols`` x ``rows`` when given,
+    pointed at a port nobody listens on (one local poll). Returns (exit code, output without
+    colour codes, raw output)."""
     primary, secondary = pty.openpty()
+    if cols is not None:
+        fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     url = f"http://127.0.0.1:{free_port()}"
     proc = subprocess.Popen([sys.executable, "-m", "agent", "status", "--url", url] + host.config_args(),
-                            stdout=secondary, stderr=subprocess.PIPE, cwd=str(ROOT), start_new_session=True)
+                            stdout=secondary, stderr=subprocess.PIPE, cwd=str(ROOT), start_new_session=True,
+                            env=env)
     os.close(secondary)
     out = b""
     try:
@@ -210,13 +219,20 @@ def test_colour_auto_on_a_terminal(host):
                 out += chunk
             elif proc.poll() is not None:
                 break
-        assert proc.wait(timeout=30) == 1
+        code = proc.wait(timeout=30)
     finally:
         os.close(primary)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    text = out.decode()
+    raw = out.decode().replace("\r\n", "\n")  # the pty turns \n into \r\n
+    return code, ANSI.sub("", raw), raw
+
+
+def test_colour_auto_on_a_terminal(host):
+    """--color auto colours when stdout is a real terminal (a pty, as ssh gives)."""
+    code, _, text = on_a_terminal(host)
+    assert code == 1
     assert "\x1b[33mWARNING: 7 media errors\x1b[0m" in text, text
 
 

@@ -14,12 +14,10 @@ import json
 import os
 import pty
 import re
-import select
 import struct
 import subprocess
 import sys
 import termios
-import time
 from typing import Dict, List, Optional
 
 import pytest
@@ -28,6 +26,7 @@ from agent.status import COLUMNS, KEPT, clip, ellipsis_for, table_width
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, FakeHost, build_default_host, free_port
 from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL, SHANNON_SERIAL
+from tests.test_status import on_a_terminal as status_on_a_terminal
 from tests.test_status import projection_blocks, table_rows
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -60,38 +59,9 @@ def piped(host: FakeHost, columns: Optional[str], *args: str, **extra: str) -> s
 
 
 def on_a_terminal(host: FakeHost, cols: int, rows: int = 40) -> tuple:
-    """The command on a real pty of ``cols`` x ``rows`` (as ssh gives), $COLUMNS unset: it
-    must ask the terminal. Returns (exit code, output without colour codes, raw output)."""
-    primary, secondary = pty.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    url = f"http://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([sys.executable, "-m", "agent", "status", "--url", url] + host.config_args(),
-                            stdout=secondary, stderr=subprocess.PIPE, cwd=str(ROOT), start_new_session=True,
-                            env=status_env(None))
-    os.close(secondary)
-    out = b""
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([primary], [], [], 1.0)
-            if ready:
-                try:
-                    chunk = os.read(primary, 65536)
-                except OSError:  # the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None:
-                break
-        code = proc.wait(timeout=30)
-    finally:
-        os.close(primary)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    raw = out.decode().replace("\r\n", "\n")  # the pty turns \n into \r\n
-    return code, ANSI.sub("", raw), raw
+    """The command on a real pty of ``cols`` x ``rows``, $COLUMNS unset: it must ask the
+    terminal. Returns (exit code, output without colour codes, raw output)."""
+    return status_on_a_terminal(host, cols, rows, env=status_env(None))
 
 
 def headers(out: str) -> List[str]:
