@@ -319,7 +319,7 @@ def flags_cell(v: DriveView, now: float) -> str:
         return f'<td class="c-flags"><span class="muted">{esc(note)}</span></td>'
     items = "".join(
         f'<li class="{_sev_class(f.severity)}" data-key="{esc(f.key)}">{esc(f.reason)}'
-        + (f' <span class="since muted" data-since="{f.since:.0f}">{esc(since_text(f.since, now))}</span>'
+        + (f' <span class="since" data-since="{f.since:.0f}">{esc(since_text(f.since, now))}</span>'
            if f.since is not None else "")
         + "</li>"
         for f in v.flags
@@ -442,6 +442,7 @@ table.inputs td { white-space:nowrap; }
 .c-flags li { padding:.1rem .4rem; margin:0 0 .2rem; border-radius:3px; }
 .c-flags li.sev-critical { color:#fff; background:var(--crit); font-weight:600; }
 .c-flags li.sev-warning { color:var(--warn); background:var(--warn-bg); border:1px solid var(--warn); font-weight:600; }
+.c-flags li .since { display:block; color:inherit; opacity:.85; font-weight:400; font-size:.85em; }
 footer { color:var(--muted); font-size:.8rem; padding:0 1rem 1rem; }
 @media (max-width: 1400px) {
   body { font-size:13px; }
