@@ -92,6 +92,9 @@ def test_install_twice_then_uninstall(tmp_path, checkout):
     for module in ("agent/privhelper.py", "agent/cli.py", "collectors/smartctl.py"):
         assert (site / module).read_bytes() == (checkout / module).read_bytes(), module
     assert not list(site.glob("ssdfleet-*.dist-info/direct_url.json")), "temporary paths recorded"
+    # Data files ship too: the simulator's real tool layouts (ssdfleet agent --simulate).
+    layouts = sorted(p.name for p in (checkout / "simulator/layouts").iterdir())
+    assert sorted(p.name for p in (site / "simulator/layouts").iterdir()) == layouts
     version = subprocess.run([str(dest / "bin" / "python"), "-c", "import agent; print(agent.__version__)"],
                              capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
     assert version.stdout.strip() == "0.1.0", version.stderr
