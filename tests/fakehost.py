@@ -125,6 +125,17 @@ class FakeHost:
     def diskstats(self, text: str) -> None:
         (self.proc / "diskstats").write_text(text)
 
+    def config(self, **extra):
+        """An agent Config pointed at this host's tools and trees (no history unless asked)."""
+        from agent.config import load_config
+
+        overrides = {"tools": {"smartctl": str(self.bin / "smartctl"),
+                               "shannon_status": str(self.bin / "shannon-status"),
+                               "hdparm": str(self.bin / "hdparm"), "nvme": str(self.bin / "nvme")},
+                     "paths": {"sysfs": str(self.sys), "procfs": str(self.proc)}, "history": False}
+        overrides.update(extra)
+        return load_config(None, overrides)
+
     def config_args(self) -> List[str]:
         return [
             "--smartctl", str(self.bin / "smartctl"),

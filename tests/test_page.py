@@ -409,14 +409,9 @@ def test_sparkline_breaks_at_gaps_and_draws_a_lone_point():
 
 def test_render_page_on_a_real_poll_with_in_memory_history(tmp_path):
     """render_page as the agent calls it, on a snapshot from a real poll of the fake host."""
-    from agent.config import load_config
 
     host = build_default_host(tmp_path)
-    config = load_config(None, {"tools": {"smartctl": str(host.bin / "smartctl"),
-                                          "shannon_status": str(host.bin / "shannon-status"),
-                                          "hdparm": str(host.bin / "hdparm"), "nvme": str(host.bin / "nvme")},
-                                "paths": {"sysfs": str(host.sys), "procfs": str(host.proc)}, "history": False})
-    poller = Poller(config)
+    poller = Poller(host.config())
     try:
         snap = poller.poll_once()
         page = render_page(snap, time.time(), history=poller.history, hostname="db-<7>")

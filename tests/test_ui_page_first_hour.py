@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 
-from agent.config import load_config
 from agent.history import History
 from agent.model import DriveReading
 from agent.page import render_page
@@ -17,11 +16,7 @@ from tests.test_page import cell, drive_rows, parse
 
 def test_two_samples_twenty_minutes_apart(tmp_path):
     host = build_default_host(tmp_path)
-    config = load_config(None, {"tools": {"smartctl": str(host.bin / "smartctl"),
-                                          "shannon_status": str(host.bin / "shannon-status"),
-                                          "hdparm": str(host.bin / "hdparm"), "nvme": str(host.bin / "nvme")},
-                                "paths": {"sysfs": str(host.sys), "procfs": str(host.proc)}, "history": False})
-    poller = Poller(config)
+    poller = Poller(host.config())
     try:
         snap = poller.poll_once()
     finally:
