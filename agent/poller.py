@@ -381,7 +381,7 @@ class Poller:
                 self._idle.notify_all()
         if isinstance(result, ToolResult) and result.stuck:
             self._mark_stuck(device, result)  # a runner passed in that bypasses _run_watched
-        if isinstance(result, ToolResult) and _helper_quarantine(result):
+        if isinstance(result, ToolResult) and result.quarantined:
             return None  # quarantined in the helper: not probed, as with a local quarantine
         return result
 
@@ -391,7 +391,7 @@ class Poller:
         device = getattr(self._tls, "device", None) or str(argv[0])
         if result.stuck:
             self._mark_stuck(device, result)
-        elif self._stuck.get(device) == REMOTE_PID and not _helper_quarantine(result):
+        elif self._stuck.get(device) == REMOTE_PID and not result.quarantined:
             # The probe helper ran a command on the device again: its stuck process is gone.
             with self._lock:
                 if self._stuck.get(device) == REMOTE_PID:
@@ -926,11 +926,6 @@ class Poller:
 
 
 REMOTE_PID = -1  # a stuck process that lives in the probe helper
-
-
-def _helper_quarantine(result: ToolResult) -> bool:
-    """The probe helper refused the command because the device's last probe is stuck."""
-    return bool(result.error) and result.error.startswith("probe helper refused") and "quarantined" in result.error
 
 
 def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:

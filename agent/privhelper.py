@@ -99,6 +99,11 @@ class Refused(Exception):
     """The request is not one the helper runs; the message says why."""
 
 
+class Quarantined(Refused):
+    """Refused because the device's last probe is stuck; the answer says so in a field of its
+    own (``quarantined``), so the agent keeps reporting the device stuck."""
+
+
 @dataclass(frozen=True)
 class Command:
     """A checked request: the argv to run and what it is about."""
@@ -344,11 +349,13 @@ def _number(request: Dict[str, Any], key: str, default: float) -> float:
     return number
 
 
-def _response(result: Optional[ToolResult] = None, error: Optional[str] = None) -> bytes:
+def _response(result: Optional[ToolResult] = None, error: Optional[str] = None,
+              quarantined: bool = False) -> bytes:
     if result is None:
         body: Dict[str, Any] = {
             "version": PROTOCOL_VERSION, "exit_code": None, "stdout": "", "stderr": "",
             "duration": 0.0, "timed_out": False, "stuck": False, "truncated": False, "error": error,
+            "quarantined": quarantined,
         }
     else:
         body = {
@@ -409,7 +416,7 @@ class ProbeHelper:
             result = self._run(command, timeout, grace, max(1, max_output))
         except Refused as exc:
             log.warning("refused request from %s: %s", peer, exc)
-            return _response(error=f"probe helper refused: {exc}")
+            return _response(error=f"probe helper refused: {exc}", quarantined=isinstance(exc, Quarantined))
         if result.stuck:
             log.error("%s: %s did not die after SIGKILL; refusing probes on it until it exits",
                       command.device or command.tool, command.argv[0])
@@ -422,7 +429,7 @@ class ProbeHelper:
             with self._lock:
                 pid = self._stuck.get(device)
                 if pid is not None and pid in REAPER.pending():
-                    raise Refused(f"{device} is quarantined: a probe on it (pid {pid}) is stuck")
+                    raise Quarantined(f"{device} is quarantined: a probe on it (pid {pid}) is stuck")
                 self._stuck.pop(device, None)
                 if device in self._busy:
                     raise Refused(f"a probe is already running on {device}")
@@ -702,4 +709,5 @@ class HelperRunner:
             truncated=bool(body.get("truncated")),
             error=error,
             pid=None,  # the process lives in the helper; the helper quarantines its device
+            quarantined=body.get("quarantined") is True,
         )

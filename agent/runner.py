@@ -42,6 +42,8 @@ class ToolResult:
     truncated: bool = False  # output exceeded the cap; the tool was stopped
     error: Optional[str] = None  # could not start: missing, not executable, no permission
     pid: Optional[int] = None  # process group id, to follow a stuck child in the reaper
+    # The probe helper did not run the command: the device's last probe there is stuck.
+    quarantined: bool = False
 
     @property
     def ok_to_parse(self) -> bool:

@@ -120,3 +120,20 @@ def test_first_write_cache_pass_waits_for_the_first_smart_pass(tmp_path):
     smart_sda = next(i for i, c in enumerate(calls) if c.startswith("smartctl") and c.endswith("/dev/sda"))
     hdparm = next(i for i, c in enumerate(calls) if c.startswith("hdparm"))
     assert smart_sda < hdparm
+
+
+def test_bad_temperature_limits_are_config_errors(tmp_path):
+    import pytest
+
+    from agent.config import ConfigError, load_config
+
+    for bad in ("temperature_limits: [{model: '([', celsius: 60}]\n",  # not a regex
+                "temperature_limits: [{model: x, celsius: -5}]\n",
+                "temperature_limits: [{model: x, celsius: .inf}]\n",
+                "temperature_limits: [{model: x}]\n",  # no celsius
+                "temperature_limits: [{model: x, celsius: 60, colour: red}]\n",  # unknown key
+                "include_loop: perhaps\n"):
+        path = tmp_path / "bad.yml"
+        path.write_text(bad)
+        with pytest.raises(ConfigError):
+            load_config(str(path))

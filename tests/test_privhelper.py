@@ -26,7 +26,8 @@ from typing import List, Optional
 import pytest
 import yaml
 
-from agent.privhelper import MAX_REQUEST_BYTES, HelperRunner
+from agent.privhelper import MAX_REQUEST_BYTES, PROTOCOL_VERSION, HelperRunner
+from agent.runner import ToolResult
 from collectors.smartctl import SmartctlProbe
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, AgentProcess, FakeHost, build_default_host
@@ -421,3 +422,19 @@ def test_garbled_answers_become_tool_errors(sockdir, answer, why):
         server.close()
     assert result.error is not None and why in result.error, result.error
     assert result.exit_code is None and result.stdout == b""
+
+
+def test_a_quarantine_refusal_is_a_field_of_the_answer_not_its_wording():
+    """The agent keeps a device reported stuck while the helper refuses it as quarantined; it
+    reads that from the answer's ``quarantined`` field, whatever the message says."""
+    def decode(body: dict):
+        return HelperRunner._result(("smartctl",), json.dumps(body).encode(), 0.0,
+                                    lambda why: ToolResult(("smartctl",), None, b"", b"", 0.0, error=why))
+
+    base = {"version": PROTOCOL_VERSION, "exit_code": None, "stdout": "", "stderr": "", "duration": 0.0}
+    held = decode(dict(base, error="probe helper refused: nvme1 is quarantined", quarantined=True))
+    assert held.quarantined and held.error
+    other = decode(dict(base, error="probe helper refused: quarantined-looking words", quarantined=False))
+    assert not other.quarantined
+    assert not decode(dict(base, error="probe helper refused: x", quarantined="yes")).quarantined
+    assert not decode(base).quarantined  # an older helper without the field
