@@ -106,6 +106,10 @@ RAW = "raw"
 # normalized VALUE at 100 and count down in the raw field, SandForce does the opposite and
 # leaves raw at 0. Read raw when it is a plausible percentage (1..100), else normalized.
 RAW_PERCENT = "raw_percent"
+# The normalized VALUE, unless the firmware pins it at 100 and counts down in raw (1..99): the
+# Phison controller inside drives the database files elsewhere (Corsair Force LS under
+# "SandForce Driven SSDs" reads 100 / 94 with 94 the life left).
+NORMALIZED_UNLESS_PINNED = "normalized_unless_pinned"
 
 
 @dataclass(frozen=True)
@@ -193,8 +197,16 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
        note="Crucial/Micron: the raw field counts percent used, the normalized value is left"),
     _R(202, "Percent_Lifetime_Used", LIFE_USED, PERCENT, RAW),
     _R(202, "Perc_Rated_Life_Used", LIFE_USED, PERCENT, RAW),
-    _R(231, "SSD_Life_Left", LIFE_LEFT, PERCENT, RAW_PERCENT,
-       note="Kingston/Phison count down in raw, SandForce in normalized"),
+    # 231 SSD_Life_Left: Phison firmware keeps the normalized VALUE at 100 (or counts the
+    # percentage *used* there) and the life left in raw, down to a real 0 on a worn drive;
+    # SandForce leaves raw at 0 or packs other counters into it; Silicon Motion, the Kingston
+    # UV400/UV500 and SK hynix firmware count the percentage *used* in raw. Read against
+    # ATA Device Statistics over the bsdhw training reports: Phison raw = life left on 29 of
+    # 30 drives where the columns differ, every other family normalized = life left.
+    _R(231, "SSD_Life_Left", LIFE_LEFT, PERCENT, RAW, family=r"\bPhison\b",
+       note="Phison: raw is life left, 0 on a worn drive"),
+    _R(231, "SSD_Life_Left", LIFE_LEFT, PERCENT, NORMALIZED_UNLESS_PINNED,
+       note="SandForce, Silicon Motion, Kingston UV400/500, SK hynix: normalized is life left"),
     _R(231, "SSD_Life_Left_Perc", LIFE_LEFT, PERCENT, NORMALIZED),
     _R(231, "Lifetime_Left", LIFE_LEFT, PERCENT, NORMALIZED),
     _R(231, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT),
@@ -229,6 +241,8 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(241, "Host_Writes_32MiB", HOST_WRITTEN, GIB, RAW, family=_GIB_32MIB_NAME),
     _R(241, "Host_Writes_32MiB", HOST_WRITTEN, LBA, RAW, family=_SECTORS_NAMED_32MIB),
     _R(241, "Total_Writes_GiB", HOST_WRITTEN, LBA, RAW, family=_SECTORS_NAMED_GIB),
+    _R(241, "Total_Writes_GB", HOST_WRITTEN, LBA, RAW, family=_SECTORS_NAMED_GIB,
+       note="drivedb r5319 prints Total_Writes_GB for the same counter"),
     _R(241, "Total_LBAs_Written", HOST_WRITTEN, MIB, RAW, family=r"\bBIWIN SSD\b",
        note="devstat / raw = 2048 sectors"),
     _R(241, "Total_Writes_GiB", HOST_WRITTEN, UNIT_16MIB, RAW, family=r"\bSanDisk SD8SN8U-",
@@ -266,6 +280,7 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(242, "Host_Reads_32MiB", HOST_READ, GIB, RAW, family=_GIB_32MIB_NAME),
     _R(242, "Host_Reads_32MiB", HOST_READ, LBA, RAW, family=_SECTORS_NAMED_32MIB),
     _R(242, "Total_Reads_GiB", HOST_READ, LBA, RAW, family=_SECTORS_NAMED_GIB),
+    _R(242, "Total_Reads_GB", HOST_READ, LBA, RAW, family=_SECTORS_NAMED_GIB),
     _R(242, "Total_LBAs_Read", HOST_READ, MIB, RAW, family=r"\bBIWIN SSD\b"),
     _R(242, "Total_Reads_GiB", HOST_READ, UNIT_16MIB, RAW, family=r"\bSanDisk SD8SN8U-"),
     _R(242, "Total_LBAs_Read", HOST_READ, UNIT_2GIB, RAW, family=r"\bSanDisk SD7UB3Q",
@@ -370,6 +385,15 @@ class Attribute:
     threshold: Optional[int]
     raw: Optional[int]
     raw_string: Optional[str] = None
+    # How far smartmontools' drive database vouches for ``name`` on this model
+    # (collectors.drivedb: named, confirmed, default, unknown_drive). Rows without a model
+    # family read life and volume only off vouched names: on a drive the database does not
+    # describe, a default name such as 241 Total_LBAs_Written says nothing about the unit.
+    trust: str = "named"
+
+    @property
+    def vouched(self) -> bool:
+        return self.trust in ("named", "confirmed")
 
 
 @dataclass(frozen=True)
@@ -387,6 +411,14 @@ class Finding:
         return f"ata {self.attribute.attr_id} {self.attribute.name} {self.column}"
 
 
+# Meanings a generic row (no model family) may read only off a name the drive database vouches
+# for: percentages and volumes, whose column and unit vary by firmware.
+NEEDS_VOUCHED_NAME = frozenset({
+    LIFE_LEFT, LIFE_USED, WEAR_LEVELLING_LEFT, HOST_WRITTEN, HOST_READ, NAND_WRITTEN, SPARE_LEFT,
+    HOST_PROGRAM_PAGES, BACKGROUND_PROGRAM_PAGES,
+})
+
+
 @dataclass
 class AttributeFindings:
     """The first valid finding per meaning."""
@@ -394,6 +426,9 @@ class AttributeFindings:
     by_meaning: Dict[str, Finding] = field(default_factory=dict)
     # meanings an UNKNOWN-unit row claimed: the counter is there, its unit is not known
     withheld: Dict[str, str] = field(default_factory=dict)
+    # meanings whose only attribute carries a default name the drive database does not vouch for
+    unvouched: Dict[str, Attribute] = field(default_factory=dict)
+    attributes: Tuple[Attribute, ...] = ()
 
     def get(self, meaning: str) -> Optional[Finding]:
         return self.by_meaning.get(meaning)
@@ -425,6 +460,9 @@ def _read(rule: AttributeRule, attr: Attribute, sector_bytes: int) -> Optional[T
         column = rule.value
         if rule.value == RAW_PERCENT:
             column = RAW if attr.raw is not None and 0 < attr.raw <= 100 else NORMALIZED
+        elif rule.value == NORMALIZED_UNLESS_PINNED:
+            pinned = attr.normalized == 100 and attr.raw is not None and 0 < attr.raw < 100
+            column = RAW if pinned else NORMALIZED
         number = attr.normalized if column == NORMALIZED else attr.raw
         if number is None:
             return None
@@ -464,13 +502,18 @@ def interpret_attributes(
     model_family: Optional[str] = None,
     model_name: Optional[str] = None,
     logical_sector_bytes: Optional[int] = None,
+    require_vouched: bool = True,
 ) -> AttributeFindings:
     """Apply :data:`ATTRIBUTE_TABLE` to one drive. Byte meanings come back in bytes,
-    percentages as percent (0..100, life used may exceed 100), counts as counts."""
+    percentages as percent (0..100, life used may exceed 100), counts as counts.
+
+    ``require_vouched``: generic rows read life and volume only off names the drive database
+    vouches for (off for rotating drives, whose default names are the ones ATA's HDD vendors
+    defined and still use: Seagate's 241/242 count sectors)."""
     drive = f"{model_family or ''} {model_name or ''}"
     sector_bytes = logical_sector_bytes or 512
     attrs: List[Attribute] = list(attributes)
-    findings = AttributeFindings()
+    findings = AttributeFindings(attributes=tuple(attrs))
     # Walk the table in order so that its row order is the priority within a meaning.
     by_key: Dict[Tuple[int, str], List[Attribute]] = {}
     for attr in attrs:
@@ -480,6 +523,9 @@ def interpret_attributes(
             continue
         for attr in by_key.get((rule.attr_id, rule.name), ()):
             if not rule.matches(attr.attr_id, attr.name, drive):
+                continue
+            if require_vouched and rule.family is None and rule.meaning in NEEDS_VOUCHED_NAME and not attr.vouched:
+                findings.unvouched.setdefault(rule.meaning, attr)
                 continue
             if rule.unit == UNKNOWN:
                 findings.withheld[rule.meaning] = f"ata {attr.attr_id} {attr.name}: unit unknown on this model"

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from agent.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from agent.runner import ToolResult, run_tool
 from collectors import ata_attributes as attrs
+from collectors import smartctl_ata as ata
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
 # cannot happen otherwise: bit 0 (bad command line) makes smartctl stop before it opens the
@@ -485,8 +486,15 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
                 extra_temps.append(Temperature(sensor=f"sensor_{index}", celsius=float(celsius)))
 
     elif kind == KIND_ATA:
-        findings = attrs.interpret_attributes(_attributes(doc), model_family, model, sector)
+        vocab = ata.vocabulary(_attributes(doc), doc)
+        findings = attrs.interpret_attributes(vocab.attributes, vocab.family, model, sector,
+                                              require_vouched=is_ssd is not False)
         devstat = _device_statistics(doc)
+        figures = ata.AtaFigures(sources=sources, extra=extra)
+        if vocab.entry is not None:
+            extra["drivedb_family"] = vocab.entry.family
+        extra["drivedb"] = vocab.database.label
+        power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat)
 
         def note(field_name: str, meaning: str) -> Optional[attrs.Finding]:
             found = findings.get(meaning)
@@ -494,41 +502,19 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
                 sources[field_name] = found.source
             return found
 
-        life = note("life_left_ratio", attrs.LIFE_LEFT)
-        if life is not None:
-            fields["life_left_ratio"] = _ratio(life.value)
-        else:
-            used_finding = findings.get(attrs.LIFE_USED)
-            if used_finding is not None:
-                fields["life_left_ratio"] = _ratio_left(used_finding.value)
-                sources["life_left_ratio"] = used_finding.source
-            elif "Percentage Used Endurance Indicator" in devstat:
-                fields["life_left_ratio"] = _ratio_left(devstat["Percentage Used Endurance Indicator"])
-                sources["life_left_ratio"] = "ata devstat Percentage Used Endurance Indicator"
-            else:
-                wear = note("life_left_ratio", attrs.WEAR_LEVELLING_LEFT)
-                if wear is not None:
-                    fields["life_left_ratio"] = _ratio(wear.value)
-
         # Host bytes: the ATA Device Statistics counters are in logical sectors by the standard,
         # so they win over vendor attributes, whose units vary; the attribute is the fallback.
         for field_name, meaning, counter, commands in (
             ("host_written_bytes", attrs.HOST_WRITTEN, "Logical Sectors Written", "Number of Write Commands"),
             ("host_read_bytes", attrs.HOST_READ, "Logical Sectors Read", "Number of Read Commands"),
         ):
-            finding = findings.get(meaning)
-            sectors, doubt = _devstat_sectors(devstat, counter, commands, finding, sector or 512)
-            if sectors is not None:
-                fields[field_name] = sectors * (sector or 512)
-                sources[field_name] = f"ata devstat {counter} x sector size"
-            elif finding is not None:
-                fields[field_name] = int(finding.value)
-                sources[field_name] = finding.source
-            if doubt:
-                extra[f"{field_name}_devstat_ignored"] = doubt
-            if meaning in findings.withheld and field_name not in fields:
-                extra[f"{field_name}_withheld"] = findings.withheld[meaning]
+            fields[field_name] = ata.host_volume(
+                figures, findings, devstat, sector or 512, field_name, meaning, counter, commands,
+                capacity, power_on_seconds)
 
+        left = ata.life_left(figures, findings, devstat, is_ssd, fields.get("host_written_bytes"), capacity)
+        if left is not None:
+            fields["life_left_ratio"] = _ratio(left)
         nand = note("nand_written_bytes", attrs.NAND_WRITTEN)
         host_bytes = fields.get("host_written_bytes")
         if nand is not None:

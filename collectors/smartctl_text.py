@@ -362,6 +362,11 @@ def _set_in_database(doc: Dict[str, Any], value: str, line: _Line) -> None:
         doc["in_smartctl_database"] = True
     elif value.startswith("Not in smartctl database"):
         doc["in_smartctl_database"] = False
+    # smartctl 7.2+ names the database it searched: "Not in smartctl database 7.3/5528"
+    # (branch/SVN revision), so a reader can tell whose names are newer.
+    revision = re.search(r"database \d+\.\d+/(\d+)", value)
+    if revision:
+        doc["smartctl_database_revision"] = int(revision.group(1))
 
 
 def _set_trim(doc: Dict[str, Any], value: str, line: _Line) -> None:

@@ -159,6 +159,9 @@ class Tally:
     carry_writes: int = 0
     missing_life: List[str] = field(default_factory=list)
     missing_writes: List[str] = field(default_factory=list)
+    # absent with the reason recorded: the evidence did not establish a figure
+    withheld_life: List[str] = field(default_factory=list)
+    withheld_writes: List[str] = field(default_factory=list)
     parse_errors: List[str] = field(default_factory=list)
 
     def add(self, name: str, out: Outcome) -> None:
@@ -180,12 +183,16 @@ class Tally:
         self.nand_writes += r.nand_written_bytes is not None
         if out.raw_wear:
             self.carry_wear += 1
-            if r.life_left_ratio is None:
+            if r.life_left_ratio is None and "life_left_ratio_withheld" not in r.extra:
                 self.missing_life.append(name)
+            elif r.life_left_ratio is None:
+                self.withheld_life.append(name)
         if out.raw_writes:
             self.carry_writes += 1
-            if r.host_written_bytes is None:
+            if r.host_written_bytes is None and "host_written_bytes_withheld" not in r.extra:
                 self.missing_writes.append(name)
+            elif r.host_written_bytes is None:
+                self.withheld_writes.append(name)
 
     def line(self, label: str) -> str:
         k = self.kinds
@@ -194,8 +201,9 @@ class Tally:
             f"({self.listed_devices} devices), {k['identity'] + k['vendor_log']} identity/vendor logs, "
             f"{k['no_data']} no SMART data, {k['parse_error']} parse errors | {self.ssds} SSDs: "
             f"{self.life_left} with life left ({self.carry_wear} carry a wear indicator, "
-            f"{len(self.missing_life)} not understood), {self.host_writes} with host writes "
-            f"({self.carry_writes} carry a write counter, {len(self.missing_writes)} not understood), "
+            f"{len(self.withheld_life)} withheld with a reason, {len(self.missing_life)} not understood), "
+            f"{self.host_writes} with host writes ({self.carry_writes} carry a write counter, "
+            f"{len(self.withheld_writes)} withheld with a reason, {len(self.missing_writes)} not understood), "
             f"{self.nand_writes} with NAND writes"
         )
 
@@ -213,10 +221,14 @@ def test_corpus_summary(capsys) -> None:
             total.add(f"{folder}/{path.name}", out)
         lines.append(tally.line(folder))
     lines.append(total.line("all"))
-    wear_share = (total.carry_wear - len(total.missing_life)) / total.carry_wear
-    write_share = (total.carry_writes - len(total.missing_writes)) / total.carry_writes
-    lines.append(f"life left found for {wear_share:.1%} of SSD files with a wear indicator (need 95%), "
-                 f"host writes for {write_share:.1%} of those with a write counter (need 90%)")
+    wear_share = (total.carry_wear - len(total.missing_life) - len(total.withheld_life)) / total.carry_wear
+    write_share = (total.carry_writes - len(total.missing_writes) - len(total.withheld_writes)) / total.carry_writes
+    # Coverage is not correctness: a figure is given only where the evidence establishes it
+    # (collectors/smartctl_ata.py); the rest is withheld with its reason. Every file that carries
+    # a wear indicator or a write counter must end in one or the other.
+    lines.append(f"life left given for {wear_share:.1%} of SSD files with a wear indicator, "
+                 f"{len(total.withheld_life)} withheld with a reason; host writes given for {write_share:.1%} "
+                 f"of those with a write counter, {len(total.withheld_writes)} withheld with a reason")
     for label, names in (("wear indicator not understood", total.missing_life),
                          ("write counter not understood", total.missing_writes),
                          ("parse errors", total.parse_errors)):
@@ -229,8 +241,8 @@ def test_corpus_summary(capsys) -> None:
     assert {Path(n).name for n in total.parse_errors} == KNOWN_PARSE_ERRORS
     assert total.kinds["drive"] >= 500 and total.ssds >= 300
     assert total.carry_wear >= 250 and total.carry_writes >= 250
-    assert wear_share >= 0.95
-    assert write_share >= 0.90
+    assert not total.missing_life and not total.missing_writes
+    assert wear_share >= 0.85 and write_share >= 0.85
 
 
 def test_golden_files_together_cover_forty_drives_twelve_vendors() -> None:

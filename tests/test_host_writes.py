@@ -169,7 +169,8 @@ def _attribute(doc: Dict[str, Any], label: str) -> Optional[int]:
     if match is None:
         return None
     for row in doc.get("ata_smart_attributes", {}).get("table", []):
-        if row.get("id") == int(match.group("id")) and row.get("name") == match.group("name"):
+        # by ID: the normaliser may name the attribute as a newer drive database does
+        if row.get("id") == int(match.group("id")):
             return row["raw"]["value"]
     return None
 
@@ -283,6 +284,8 @@ def test_every_attribute_agrees_with_devstat_or_is_listed() -> None:
             unit = row.bare_bytes // row.raw
             assert abs(row.bare_bytes - row.devstat_bytes) <= unit, row.key
             continue
+        if row.withheld:
+            continue  # absent with a reason is not a wrong figure
         if not _agrees(row, row.bare_bytes):
             disagree.append(f"{row.name} {row.direction} {row.attribute}: {_fmt(row.ratio(row.bare_bytes))}")
     assert not disagree, "\n".join(disagree)
@@ -353,7 +356,8 @@ GOLDEN = [
     # Sectors Written 444873897" (as GiB it would be 478 PB on a 256 GB drive); "242
     # Total_Reads_GiB ... 816877740" = "Logical Sectors Read 816877740".
     (TEXT + "SSD_SK_hynix_SC311_SATA_256GB_3E420DFB9613.txt",
-     444873897 * 512, 816877740 * 512, 444873897 * 512, 816877740 * 512, "ata 241 Total_Writes_GiB raw"),
+     # (drivedb r5319, newer than the capture's, names the same counter Total_Writes_GB)
+     444873897 * 512, 816877740 * 512, 444873897 * 512, 816877740 * 512, "ata 241 Total_Writes_GB raw"),
 ]
 
 

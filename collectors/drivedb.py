@@ -1,0 +1,281 @@
+"""smartmontools' drive database (``drivedb.h``) as the vocabulary of ATA attribute names.
+
+smartctl prints an attribute's name from its drive database: a model's entry gives names of its
+own (``-v 241,raw48,Host_Writes_GiB``), and every ID the entry does not name gets a default name
+(``241 Total_LBAs_Written``, ``233 Media_Wearout_Indicator``, ``177 Wear_Leveling_Count``). On a
+drive the database does not know, every name is a default and says nothing about what the
+counter means or counts in. The database's maintainers also mark the defaults they have checked
+on a model by listing them in a comment (``//"-v 241,raw48,Total_LBAs_Written "``).
+
+:func:`parse` reads ``drivedb.h`` (a C array of string literals) into entries, and
+:meth:`DriveDatabase.names_for` tells, for one model and firmware, which name each ID has and
+whether the database vouches for it. ssdfleet ships a copy of the database (``data/drivedb.h``,
+GPL-2.0-or-later, from the smartmontools package); :func:`best_available` prefers the host's
+own copy when its revision is newer (``update-smart-drivedb`` keeps one in /var/lib).
+
+Parsing is pure (text in, entries out); only :func:`load` and :func:`best_available` read files.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Pattern, Tuple
+
+BUNDLED = Path(__file__).with_name("data") / "drivedb.h"
+
+# Where smartmontools keeps its database on Linux hosts: update-smart-drivedb's download first
+# (Debian/Ubuntu, RHEL), then the packaged file, then a source install.
+HOST_PATHS = (
+    "/var/lib/smartmontools/drivedb/drivedb.h",
+    "/var/lib/smartmontools/drivedb.h",
+    "/usr/share/smartmontools/drivedb.h",
+    "/usr/local/share/smartmontools/drivedb.h",
+)
+
+# How far the database vouches for a name on one model.
+NAMED = "named"  # the model's entry names the ID itself
+CONFIRMED = "confirmed"  # the entry lists the default name as checked on this model
+DEFAULT = "default"  # the entry is silent about the ID: smartctl prints its default name
+UNKNOWN_DRIVE = "unknown_drive"  # no entry matches the model: every name is a default
+VOUCHED = (NAMED, CONFIRMED)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One ``-v ID,FORMAT[,NAME[,HDD|SSD]]`` option."""
+
+    attr_id: int
+    fmt: str
+    name: Optional[str]
+    only: Optional[str] = None  # HDD or SSD: the default applies to that kind only
+
+
+@dataclass(frozen=True)
+class Entry:
+    family: str
+    model: str  # POSIX extended regex over the whole model string
+    firmware: str  # the same over the firmware version; "" = any
+    presets: Dict[int, Preset] = field(default_factory=dict)
+    confirmed: Dict[int, Preset] = field(default_factory=dict)  # defaults listed in comments
+
+    @functools.cached_property
+    def _model_re(self) -> Optional[Pattern[str]]:
+        return _compile(self.model)
+
+    @functools.cached_property
+    def _firmware_re(self) -> Optional[Pattern[str]]:
+        return _compile(self.firmware) if self.firmware else None
+
+    def matches(self, model: str, firmware: Optional[str]) -> bool:
+        if self._model_re is None or not self._model_re.fullmatch(model):
+            return False
+        if not self.firmware:
+            return True
+        return self._firmware_re is not None and bool(self._firmware_re.fullmatch(firmware or ""))
+
+
+@dataclass(frozen=True)
+class AttributeName:
+    """The name smartctl (with this database) prints for one ID on one model, and how far the
+    database vouches for it."""
+
+    name: str
+    trust: str  # NAMED, CONFIRMED, DEFAULT or UNKNOWN_DRIVE
+    fmt: str = "raw48"
+
+    @property
+    def vouched(self) -> bool:
+        return self.trust in VOUCHED
+
+
+def _compile(pattern: str) -> Optional[Pattern[str]]:
+    # The database's regexes are POSIX ERE; the subset it uses reads the same in Python.
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+_PRESET = re.compile(r"-v\s+(\d{1,3}),([^,\s\"]+)(?:,([^,\s\"]+))?(?:,(HDD|SSD))?")
+_REVISION = re.compile(r"\$Id: drivedb\.h (\d+) (\d{4}-\d\d-\d\d)")
+
+
+def _presets(text: str) -> Dict[int, Preset]:
+    out: Dict[int, Preset] = {}
+    for match in _PRESET.finditer(text):
+        attr_id = int(match.group(1))
+        if 1 <= attr_id <= 255:
+            out[attr_id] = Preset(attr_id, match.group(2), match.group(3), match.group(4))
+    return out
+
+
+def _entries(text: str) -> Iterable[Tuple[List[str], str]]:
+    """Each ``{ "...", "...", ... }`` of the array: its string fields (adjacent literals joined)
+    and the text of the comments inside it. A small C lexer: strings, // and /* */ comments,
+    braces."""
+    i, n = 0, len(text)
+    depth = 0
+    fields: List[str] = []
+    current: Optional[str] = None
+    comments: List[str] = []
+    while i < n:
+        ch = text[i]
+        if ch == "/" and text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            if depth:
+                comments.append(text[i + 2:end])
+            i = end
+            continue
+        if ch == "/" and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            if depth:
+                comments.append(text[i + 2:end - 2])
+            i = end
+            continue
+        if ch == '"':
+            j = i + 1
+            chunk: List[str] = []
+            while j < n and text[j] != '"':
+                if text[j] == "\\" and j + 1 < n:
+                    nxt = text[j + 1]
+                    chunk.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
+                    j += 2
+                    continue
+                chunk.append(text[j])
+                j += 1
+            if depth:
+                current = (current or "") + "".join(chunk)
+            i = j + 1
+            continue
+        if ch == "{":
+            depth += 1
+            if depth == 1:
+                fields, current, comments = [], None, []
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                if current is not None:
+                    fields.append(current)
+                yield fields, "\n".join(comments)
+                current = None
+        elif ch == "," and depth == 1:
+            fields.append(current or "")
+            current = None
+        i += 1
+
+
+@dataclass(frozen=True)
+class DriveDatabase:
+    entries: Tuple[Entry, ...]
+    defaults: Dict[int, Preset]
+    revision: int = 0
+    date: str = ""
+    origin: str = ""
+
+    def lookup(self, model: Optional[str], firmware: Optional[str] = None) -> Optional[Entry]:
+        """The first entry whose model (and firmware, where the entry has one) regex matches the
+        whole string, as smartctl searches."""
+        if not model:
+            return None
+        model = model.strip()
+        for entry in self.entries:
+            if entry.matches(model, firmware.strip() if firmware else firmware):
+                return entry
+        return None
+
+    def default_name(self, attr_id: int) -> Optional[str]:
+        preset = self.defaults.get(attr_id)
+        return preset.name if preset else None
+
+    def names_for(self, model: Optional[str], firmware: Optional[str] = None) -> Dict[int, AttributeName]:
+        """Every ID's name on this model as this database prints it, with its trust. IDs with
+        neither a default nor an entry preset are left out (smartctl prints Unknown_Attribute)."""
+        entry = self.lookup(model, firmware)
+        out: Dict[int, AttributeName] = {}
+        for attr_id, preset in self.defaults.items():
+            if preset.name:
+                trust = UNKNOWN_DRIVE if entry is None else DEFAULT
+                out[attr_id] = AttributeName(preset.name, trust, preset.fmt)
+        if entry is not None:
+            for attr_id, preset in entry.confirmed.items():
+                name = preset.name or self.default_name(attr_id)
+                if name:
+                    out[attr_id] = AttributeName(name, CONFIRMED, preset.fmt)
+            for attr_id, preset in entry.presets.items():
+                name = preset.name or self.default_name(attr_id) or "Unknown_Attribute"
+                out[attr_id] = AttributeName(name, NAMED, preset.fmt)
+        return out
+
+    @property
+    def label(self) -> str:
+        return f"drivedb.h r{self.revision} ({self.date})" if self.revision else "drivedb.h"
+
+
+def parse(text: str, origin: str = "") -> DriveDatabase:
+    """Entries of a ``drivedb.h`` text. USB bridge entries and ``$``-disabled ones are skipped."""
+    entries: List[Entry] = []
+    defaults: Dict[int, Preset] = {}
+    revision, date = 0, ""
+    for fields, comments in _entries(text):
+        if len(fields) < 5:
+            continue
+        family, model, firmware, _warning, presets = fields[:5]
+        if family.startswith("VERSION:") or "$Id" in family:
+            found = _REVISION.search(family)
+            if found:
+                revision, date = int(found.group(1)), found.group(2)
+            if family.startswith("VERSION:"):
+                continue
+        if family == "DEFAULT":
+            defaults = _presets(presets)
+            continue
+        if "$Id" in family:  # 6.x databases: the defaults sit in the dummy entry's comment
+            defaults = defaults or _presets(comments)
+            continue
+        if family.startswith(("USB:", "$")) or not model or model == "-":
+            continue
+        entries.append(Entry(family, model, firmware, _presets(presets), _presets(comments)))
+    return DriveDatabase(tuple(entries), defaults, revision, date, origin)
+
+
+def load(path: "str | Path") -> DriveDatabase:
+    path = Path(path)
+    return parse(path.read_text(encoding="utf-8", errors="replace"), str(path))
+
+
+@functools.lru_cache(maxsize=None)
+def bundled() -> DriveDatabase:
+    """The copy shipped with ssdfleet."""
+    return load(BUNDLED)
+
+
+def best_available(paths: Iterable[str] = HOST_PATHS) -> DriveDatabase:
+    """The newest database among the host's copies and the bundled one (by SVN revision)."""
+    best = bundled()
+    for path in paths:
+        try:
+            candidate = load(path)
+        except OSError:
+            continue
+        if candidate.entries and candidate.defaults and candidate.revision > best.revision:
+            best = candidate
+    return best
+
+
+# The database the normaliser reads when no other is given; the agent sets it once at start.
+_active: Optional[DriveDatabase] = None
+
+
+def active() -> DriveDatabase:
+    return _active if _active is not None else bundled()
+
+
+def use(database: Optional[DriveDatabase]) -> None:
+    """Make ``database`` the one :func:`active` returns (None: back to the bundled copy)."""
+    global _active
+    _active = database

@@ -1,0 +1,89 @@
+"""Physical bounds every normalised figure must pass, whatever source it came from.
+
+A figure outside these bounds cannot be true: a unit was guessed wrong, a counter is broken,
+or the tool printed garbage. The normaliser then withholds the figure and records why (in the
+reading's ``extra`` as ``<field>_withheld``); it never reaches history, ``/metrics`` or an
+alert. The bounds are deliberately generous, so that only impossible values fail:
+
+* host bytes written <= capacity x 100,000 (single-level-cell NAND's rated program/erase
+  cycles, the highest of any flash), and <= power-on time x the link's top speed;
+* when ATA Device Statistics or the NVMe log say how much of the rated life is used (a whole
+  percentage, so the true share is below used + 1), host bytes <= capacity x that share x
+  30,000 rated cycles (enterprise MLC) / a write amplification of 1 (0.5 on compressing
+  controllers): 564 TB on a 128 GB drive 6% used would need 73,000 rated cycles;
+* power-on time <= 20 years;
+* counters below 2**63 (SQLite's and Prometheus's integer range; the largest real volume,
+  a 100 PB drive, is 2**57 bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+# Bytes per second a link can move at most, by drive kind: SATA 3 (600 MB/s), SAS-4
+# (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s).
+LINK_BYTES_PER_SECOND = {"ata": 600e6, "scsi": 2.4e9, "nvme": 32e9, "shannon": 8e9}
+MAX_DRIVE_WRITES = 100_000  # full-capacity writes over a drive's life: SLC's rated P/E
+MAX_RATED_CYCLES = 30_000  # the highest rated P/E among MLC/TLC drives, for the life check
+MAX_POWER_ON_SECONDS = 20 * 365.25 * 86400
+MAX_COUNTER = 2**63 - 1
+
+
+def bytes_problem(
+    value: float,
+    capacity: Optional[int],
+    power_on_seconds: Optional[int],
+    kind: str,
+    what: str = "host bytes written",
+) -> Optional[str]:
+    """Why a byte volume cannot be true for this drive, or None."""
+    if not math.isfinite(value) or value < 0:
+        return f"{what} is {value!r}"
+    if value > MAX_COUNTER:
+        return f"{what} {value:.3g} is beyond any drive's lifetime (over 2**63)"
+    if capacity and value > capacity * MAX_DRIVE_WRITES:
+        return (f"{what} {value:.3g} is {value / capacity:,.0f} times the capacity "
+                f"(at most {MAX_DRIVE_WRITES:,} full writes in a drive's life)")
+    link = LINK_BYTES_PER_SECOND.get(kind)
+    if link and power_on_seconds and value > power_on_seconds * link:
+        return (f"{what} {value:.3g} in {power_on_seconds / 3600:,.0f} power-on hours is faster "
+                f"than the link ({link / 1e6:,.0f} MB/s)")
+    return None
+
+
+def written_against_life_problem(
+    value: float, capacity: Optional[int], used_percent: Optional[float], compressing: bool = False
+) -> Optional[str]:
+    """Why ``value`` bytes written cannot fit a drive that has used ``used_percent`` of its rated
+    life, or None. Only used from 2% on: some firmware never moves the indicator off 0 or 1."""
+    if not capacity or used_percent is None or used_percent < 2:
+        return None
+    share = min(used_percent + 1, 100) / 100
+    floor = 0.5 if compressing else 1.0
+    limit = capacity * share * MAX_RATED_CYCLES / floor
+    if value > limit:
+        return (f"{value:.3g} bytes written is {value / capacity:,.0f} drive writes, more than "
+                f"{used_percent:g}% of any rated life allows ({limit / capacity:,.0f})")
+    return None
+
+
+def power_on_problem(seconds: float) -> Optional[str]:
+    if not math.isfinite(seconds) or seconds < 0:
+        return f"power-on time {seconds!r}"
+    if seconds > MAX_POWER_ON_SECONDS:
+        return f"{seconds / 3600:,.0f} power-on hours is over 20 years"
+    return None
+
+
+def counter_problem(value: object) -> Optional[str]:
+    """Why an integer counter cannot be stored or exported (None when it can)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{value!r} is not a number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not finite"
+    if value < 0:
+        return f"{value} is negative"
+    if value > MAX_COUNTER:
+        return f"{value:.4g} is over 2**63"
+    return None
