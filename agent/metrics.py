@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from agent import __version__
-from agent.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, Drive, Snapshot
+from agent.model import EVIDENCE_FIELDS, CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, Drive, Snapshot
 from collectors import write_cache
 
 DRIVE_LABELS = ["device", "serial"]
@@ -181,6 +181,11 @@ def drive_families(drives: Iterable[Drive]) -> List:
             1.0,
         )
         gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
+        for name, _label in EVIDENCE_FIELDS:
+            if f"{name}_withheld" in r.extra:
+                gauge("ssd_value_withheld",
+                      "1 for each figure the drive's sources could not establish (the reason is in /api/v1/drives).",
+                      ids + [name], 1, ["field"])
         gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
         gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)
         gauge("ssd_spare_threshold_ratio", "The drive's own warning threshold for spare, 0 to 1.", ids, r.spare_threshold_ratio)

@@ -130,6 +130,19 @@ class DriveReading:
         return dataclasses.replace(self, **changes)
 
 
+# The figures a DBA acts on, with the label status output and the page give them. For each, a
+# reading records the source it was read from (``sources``) or why no figure was given
+# (``extra[field + "_withheld"]``).
+EVIDENCE_FIELDS = (
+    ("life_left_ratio", "life left"),
+    ("host_written_bytes", "host writes"),
+    ("host_read_bytes", "host reads"),
+    ("nand_written_bytes", "NAND writes"),
+    ("write_amplification", "write amplification"),
+    ("power_on_seconds", "power-on time"),
+)
+
+
 # Write cache state values.
 CACHE_ENABLED = "enabled"
 CACHE_DISABLED = "disabled"

@@ -168,7 +168,24 @@ def life_cell(v: DriveView) -> str:
     source = f' title="{esc(v.life_left_source)}"' if v.life_left_source else ""
     value = "" if ratio is None else f"{ratio:.4f}"
     return (f'<td class="c-life" data-value="{value}"{source}><div class="life">{bar}</div>'
-            f'{life_sparkline(v)}</td>')
+            f'{life_sparkline(v)}{_evidence_details(v)}</td>')
+
+
+def _evidence_details(v: DriveView) -> str:
+    """Where each figure came from, or why none is given: a DBA sees why the agent says 7%."""
+    if not v.evidence:
+        return ""
+    withheld = sum(1 for row in v.evidence if row.get("state") == "withheld")
+    items = "".join(
+        f'<li data-field="{esc(row["field"])}" data-state="{esc(row["state"])}">{esc(row["label"])}: '
+        + (f'{esc(row["source"])}' if row["state"] == "given" else f'<b>withheld</b>: {esc(row.get("reason", ""))}')
+        + (f' <span class="muted">(set aside: {esc(row["set_aside"])})</span>' if row.get("set_aside") else "")
+        + "</li>"
+        for row in v.evidence
+    )
+    summary = "sources" + (f", {withheld} withheld" if withheld else "")
+    return (f'<details class="evidence" data-key="evidence-{esc(v.serial)}"><summary>{summary}</summary>'
+            f'<ul>{items}</ul></details>')
 
 
 def _projection_details(v: DriveView, now: float) -> str:

@@ -120,6 +120,12 @@ def _cache_mismatch(v: Any) -> bool:
 # Each column has a full form and, for some, a compact one for narrow terminals; the layout
 # (format_table) picks forms and drops columns until the table fits, see NARROWING.
 
+def _printable(text: str) -> str:
+    """Text from a drive or a tool with every control character replaced: nothing a firmware
+    string carries may drive the terminal."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
 def _c_model(v: Any) -> Cell:
     model = _get(v, "model") or "-"
     # Model strings come from firmware: no control characters may reach the terminal. The
@@ -520,6 +526,13 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
     if v.get("media_errors") is not None:
         bad.append(f"{v['media_errors']} media errors")
     line("bad blocks", ", ".join(bad) or "-")
+    # Where each figure came from, or why the agent gives none (collectors/smartctl_ata.py).
+    for index, row in enumerate(v.get("evidence") or []):
+        text = (f"{row['label']} from {row['source']}" if row.get("state") == "given"
+                else f"{row['label']} WITHHELD: {row.get('reason', '')}")
+        if row.get("set_aside"):
+            text += f" (set aside: {row['set_aside']})"
+        line("evidence" if index == 0 else "", _printable(text))
     age = v.get("data_age_seconds")
     polls = ", ".join(f"{k} {utc_time(t)}" for k, t in sorted((v.get("last_poll") or {}).items()))
     line("data age", (human_duration(age) if age is not None else "no health data") + (f" ({polls})" if polls else ""))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent.metrics import NVME_WARNING_BITS, effective_cache
-from agent.model import Drive, Projection, Snapshot, drive_list
+from agent.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
 from collectors import write_cache
 
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
@@ -85,9 +85,30 @@ class DriveView:
     flags: List[Flag] = field(default_factory=list)
     sources: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, str] = field(default_factory=dict)
+    # Where each figure came from, or why it was withheld (see evidence())
+    evidence: List[Dict[str, str]] = field(default_factory=list)
     # Thinned local history (see history_points); None when no history was asked for, which is
     # not the same as an empty list (asked, but the agent has no samples of this drive yet).
     history: Optional[List[Dict[str, Any]]] = None
+
+
+def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, str]]:
+    """Per figure: ``given`` with its source, or ``withheld`` with the reason, and any candidate
+    the normaliser set aside (``rejected``). Figures the drive has no source for are left out."""
+    rows = []
+    for name, label in EVIDENCE_FIELDS:
+        row: Dict[str, str] = {"field": name, "label": label}
+        if name in sources:
+            row.update(state="given", source=sources[name])
+        elif f"{name}_withheld" in extra:
+            row.update(state="withheld", reason=extra[f"{name}_withheld"])
+        else:
+            continue
+        for key in (f"{name}_rejected", f"{name}_devstat_ignored"):
+            if key in extra:
+                row["set_aside"] = "; ".join(filter(None, (row.get("set_aside"), extra[key])))
+        rows.append(row)
+    return rows
 
 
 def critical_warning_bits(value: Optional[int]) -> List[str]:
@@ -153,6 +174,7 @@ def drive_view(d: Drive, now: float) -> DriveView:
         last_poll=dict(d.last_poll),
         sources=dict(r.sources),
         extra=dict(r.extra),
+        evidence=evidence(r.sources, r.extra),
     )
     view.flags = flags_for(view, d, now)
     view.severity = max((f.severity for f in view.flags), key=_RANK.get, default=OK)

@@ -33,6 +33,11 @@ NAND_WRITTEN = "nand_written"
 SPARE_LEFT = "spare_left"  # percent of reserve blocks still available
 HOST_PROGRAM_PAGES = "host_program_pages"  # Micron: NAND pages programmed for host writes
 BACKGROUND_PROGRAM_PAGES = "background_program_pages"  # Micron: pages programmed by the FTL
+# Average program/erase cycles per block so far: the NAND-side wear the drive has done.
+AVERAGE_ERASE = "average_erase"
+# The most erase cycles any count on the drive admits (Phison's maximum or average, whichever is
+# larger): a ceiling on the NAND writes, used to refute host volumes no flash could have taken.
+ERASE_CEILING = "erase_ceiling"
 TEMPERATURE = "temperature"
 REALLOCATED = "reallocated"
 REALLOCATION_EVENTS = "reallocation_events"
@@ -77,6 +82,8 @@ COUNT = "count"
 # and the upper words count the same events in longer-timeout classes. On drives with a plain
 # counter (Micron, Plextor: 8, 27, 38 in the corpus) the low word is the whole value.
 COUNT_LOW16 = "count_low16"
+# Phison's 173 MaxAvgErase_Ct prints "910 (Average 891)": the maximum, then the average.
+AVERAGE_IN_PARENS = "average_in_parens"
 PAGES = "pages"
 CELSIUS = "celsius"
 # The counter exists on these drives but its unit is not known: the row claims the meaning
@@ -154,7 +161,7 @@ _WD_MARVELL = r"\bWDS\d{3}[GT]\d[BR]0A\b"
 # SMI-based "SuperMicro SSD" whose drive database entry prints Host_Writes_32MiB.
 _GIB_241 = (
     r"\bApacer AS340 \d+GB\b|\bGIGABYTE GP-GSTFS\d|\bHS-SSD-C100\b|(?:^|\s)P3-(?:128|256|512|1TB|2TB)$"
-    r"|\bNetac SSD \d+[GT]B\b|\bHBS3A\d{4}A7E6B1\b|\bKINGSTON SUV400S37\d+G\b"
+    r"|\bNetac SSD 960GB\b|\bHBS3A\d{4}A7E6B1\b|\bKINGSTON SUV400S37\d+G\b"
 )
 _GIB_32MIB_NAME = r"\bSuperMicro SSD\b"
 # Raw counts in 32 MiB (devstat / raw = 2**16 sectors) under the default names
@@ -213,7 +220,10 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(169, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT,
        note="Silicon Motion: normalized stays 100, raw is the percentage"),
     _R(233, "Remaining_Lifetime_Perc", LIFE_LEFT, PERCENT, RAW_PERCENT),
-    _R(233, "Media_Wearout_Indicator", LIFE_LEFT, PERCENT, NORMALIZED,
+    # Intel's definition (normalized falls from 100 to 1 as the rated P/E cycles are used). Other
+    # firmware keeps smartctl's default name for counters of its own: SK hynix counts the
+    # percentage used in VALUE, Plextor and WD keep VALUE at 100 next to raw volume counts.
+    _R(233, "Media_Wearout_Indicator", LIFE_LEFT, PERCENT, NORMALIZED, family=r"\bIntel\b|Indilinx Barefoot_2/Everest",
        note="Intel: normalized falls from 100 to 1 as rated P/E cycles are used",
        not_family=_WD_MARVELL),
     # No row for 230 Media_Wearout_Indicator: in the corpus it appears only on WD Blue/Red
@@ -224,11 +234,15 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(245, "DriveLife_Used%", LIFE_USED, PERCENT, RAW),
     _R(177, "DriveLife_Remaining%", LIFE_LEFT, PERCENT, RAW_PERCENT),
     _R(201, "Lifetime_Remaining%", LIFE_LEFT, PERCENT, NORMALIZED),
-    # Wear-levelling counters: the raw field is an erase count, the normalized value is the
-    # vendor's life-left percentage (Samsung 177, Crucial/Micron 173). Used only when no
-    # explicit life attribute exists.
-    _R(177, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED),
-    _R(173, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED),
+    _R(201, "Percent_Lifetime_Remain", LIFE_LEFT, PERCENT, NORMALIZED, note="SK hynix"),
+    # Wear-levelling counters: the raw field is an erase count. The normalized 177 is the life
+    # left on Samsung, SK hynix, Kingston UV400/UV500 and Crucial/Micron client drives (it matched
+    # device statistics on every such drive in the bsdhw training reports that has both); on
+    # other controllers the same name's VALUE did not (Silicon Motion: 23 of 54 disagree; Plextor
+    # stays at 100 after 67 drive writes; Crucial m4 173: 5 of 13), so there it is not read as
+    # life. Used only when no explicit life attribute exists.
+    _R(177, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED,
+       family=r"Samsung|SK hynix|Kingston SSDNow UV|Crucial/Micron Client"),
     # ---- host writes ------------------------------------------------------------------
     # Explicit units first: on Dell-firmware Intel S3520s smartctl prints 241 and 233 as
     # Total_LBAs_Written, but they carry the same number as 225 Host_Writes_32MiB.
@@ -316,6 +330,21 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(247, "Host_Program_Page_Count", HOST_PROGRAM_PAGES, PAGES, RAW),
     _R(248, "Bckgnd_Program_Page_Cnt", BACKGROUND_PROGRAM_PAGES, PAGES, RAW),
     _R(248, "FTL_Program_Page_Count", BACKGROUND_PROGRAM_PAGES, PAGES, RAW),
+    # ---- average erase count (per block, raw) -------------------------------------------
+    _R(173, "MaxAvgErase_Ct", AVERAGE_ERASE, AVERAGE_IN_PARENS, RAW, note="Phison: 'max (Average avg)'"),
+    _R(173, "MaxAvgErase_Ct", ERASE_CEILING, AVERAGE_IN_PARENS, RAW),
+    _R(167, "Average_Erase_Count", AVERAGE_ERASE, COUNT, RAW, note="Silicon Motion"),
+    # (Not 164 Average_Erase_Count: Apacer AS340 firmware reads 66179 there after 3519 hours and
+    # 17 drive writes, a total rather than an average.)
+    _R(173, "Ave_Block-Erase_Count", AVERAGE_ERASE, COUNT, RAW, note="Crucial/Micron"),
+    _R(173, "Avg_Block-Erase_Count", AVERAGE_ERASE, COUNT, RAW),
+    _R(173, "Average_PE_Cycles_TLC", AVERAGE_ERASE, COUNT, RAW),
+    _R(173, "Average_PE_Count", AVERAGE_ERASE, COUNT, RAW),
+    _R(173, "Avg_Write/Erase_Count", AVERAGE_ERASE, COUNT, RAW, note="SanDisk"),
+    _R(173, "Avg_Program/Erase_Ct", AVERAGE_ERASE, COUNT, RAW),
+    _R(173, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Crucial|Micron",
+       note="Crucial/Micron m4/C400: raw is the average block erase count"),
+    _R(177, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Samsung"),
     # ---- spare ------------------------------------------------------------------------
     _R(232, "Available_Reservd_Space", SPARE_LEFT, PERCENT, NORMALIZED),
     _R(170, "Available_Reservd_Space", SPARE_LEFT, PERCENT, NORMALIZED),
@@ -411,6 +440,8 @@ class Finding:
         return f"ata {self.attribute.attr_id} {self.attribute.name} {self.column}"
 
 
+LIFE_MEANINGS = frozenset({LIFE_LEFT, LIFE_USED, WEAR_LEVELLING_LEFT})
+
 # Meanings a generic row (no model family) may read only off a name the drive database vouches
 # for: percentages and volumes, whose column and unit vary by firmware.
 NEEDS_VOUCHED_NAME = frozenset({
@@ -429,6 +460,10 @@ class AttributeFindings:
     # meanings whose only attribute carries a default name the drive database does not vouch for
     unvouched: Dict[str, Attribute] = field(default_factory=dict)
     attributes: Tuple[Attribute, ...] = ()
+    # further life figures from other attributes (the first per meaning is in by_meaning)
+    also: List[Finding] = field(default_factory=list)
+    # explicit life attributes present whose value is not a percentage
+    invalid_life: List[Attribute] = field(default_factory=list)
 
     def get(self, meaning: str) -> Optional[Finding]:
         return self.by_meaning.get(meaning)
@@ -480,6 +515,15 @@ def _read(rule: AttributeRule, attr: Attribute, sector_bytes: int) -> Optional[T
         if number is None or not 0 < number < 150:
             return None
         return float(number), RAW
+    if rule.unit == AVERAGE_IN_PARENS:
+        found = re.fullmatch(r"\s*(\d+) \(Average (\d+)\)\s*", attr.raw_string or "")
+        if found is None:
+            return None
+        highest, average = int(found.group(1)), int(found.group(2))
+        if rule.meaning == ERASE_CEILING:
+            return float(max(highest, average)), RAW
+        # An average above the maximum (seen on Phison OEM firmware) is not a reading.
+        return (float(average), RAW) if average <= highest else None
     if rule.unit == COUNT_LOW16:
         words = re.fullmatch(r"\s*(\d+) (\d+) (\d+)\s*", attr.raw_string or "")
         if words:  # smartctl's raw16 rendering: high word first, so the low word is last
@@ -519,7 +563,9 @@ def interpret_attributes(
     for attr in attrs:
         by_key.setdefault((attr.attr_id, attr.name), []).append(attr)
     for rule in ATTRIBUTE_TABLE:
-        if rule.meaning in findings.by_meaning or rule.meaning in findings.withheld:
+        if rule.meaning in findings.withheld:
+            continue
+        if rule.meaning in findings.by_meaning and rule.meaning not in LIFE_MEANINGS:
             continue
         for attr in by_key.get((rule.attr_id, rule.name), ()):
             if not rule.matches(attr.attr_id, attr.name, drive):
@@ -532,8 +578,15 @@ def interpret_attributes(
                 break
             read = _read(rule, attr, sector_bytes)
             if read is None:
+                if rule.meaning in (LIFE_LEFT, LIFE_USED):
+                    findings.invalid_life.append(attr)
                 continue
             value, column = read
-            findings.by_meaning[rule.meaning] = Finding(rule.meaning, value, rule, attr, column)
+            found = Finding(rule.meaning, value, rule, attr, column)
+            first = findings.by_meaning.get(rule.meaning)
+            if first is None:
+                findings.by_meaning[rule.meaning] = found
+            elif first.attribute.attr_id != attr.attr_id:
+                findings.also.append(found)  # a second life figure, to compare with the first
             break
     return findings

@@ -40,6 +40,8 @@ NAMED = "named"  # the model's entry names the ID itself
 CONFIRMED = "confirmed"  # the entry lists the default name as checked on this model
 DEFAULT = "default"  # the entry is silent about the ID: smartctl prints its default name
 UNKNOWN_DRIVE = "unknown_drive"  # no entry matches the model: every name is a default
+# A default name is vouched for only where the model's entry lists it: an entry that neither names
+# nor lists an ID leaves its meaning on that model unchecked.
 VOUCHED = (NAMED, CONFIRMED)
 
 

@@ -18,8 +18,11 @@ alert. The bounds are deliberately generous, so that only impossible values fail
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Optional
+from typing import Any, Dict, Optional
+
+from agent.model import DriveReading
 
 # Bytes per second a link can move at most, by drive kind: SATA 3 (600 MB/s), SAS-4
 # (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s).
@@ -87,3 +90,47 @@ def counter_problem(value: object) -> Optional[str]:
     if value > MAX_COUNTER:
         return f"{value:.4g} is over 2**63"
     return None
+
+
+_VOLUMES = ("host_written_bytes", "host_read_bytes", "nand_written_bytes")
+_COUNTERS = ("media_errors", "critical_warning", "power_cycles")
+
+
+def contain(reading: DriveReading) -> DriveReading:
+    """The reading with every figure that cannot be true taken out, each with its reason in
+    ``extra[field + "_withheld"]``: volumes within the drive's physical bounds, power-on time
+    within 20 years, counters within 2**63. Every source's normaliser ends here, so no such
+    value reaches history, /metrics or an alert."""
+    changes: Dict[str, Any] = {}
+    extra = dict(reading.extra)
+    sources = dict(reading.sources)
+
+    def withhold(name: str, why: str) -> None:
+        changes[name] = None
+        extra[f"{name}_withheld"] = f"{sources.pop(name, name)}: {why}"
+
+    power_on = reading.power_on_seconds
+    if power_on is not None and power_on_problem(power_on):
+        withhold("power_on_seconds", power_on_problem(power_on) or "")
+        power_on = None
+    for name in _VOLUMES:
+        value = getattr(reading, name)
+        problem = None if value is None else bytes_problem(
+            value, reading.capacity_bytes, power_on, reading.kind, name.replace("_", " "))
+        if problem:
+            withhold(name, problem)
+            if name != "host_read_bytes" and reading.write_amplification is not None:
+                withhold("write_amplification", f"{name} withheld")
+    for name in _COUNTERS:
+        value = getattr(reading, name)
+        problem = None if value is None else counter_problem(value)
+        if problem:
+            withhold(name, problem)
+    defects = {k: v for k, v in reading.defects.items() if counter_problem(v) is None}
+    for name in set(reading.defects) - set(defects):
+        extra[f"defect_{name}_withheld"] = counter_problem(reading.defects[name]) or ""
+    if len(defects) != len(reading.defects):
+        changes["defects"] = defects
+    if not changes:
+        return reading
+    return dataclasses.replace(reading, extra=extra, sources=sources, **changes)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from agent.model import DriveReading, ParseError
+from collectors import evidence
 
 __all__ = [
     "CRITICAL_WARNING_BITS",
@@ -227,7 +228,7 @@ def parse_smart_log_json(
     readonly = None
     if reading.critical_warning is not None:
         readonly = decode_critical_warning(reading.critical_warning)["ro"]
-    return reading.replace(readonly=readonly, extra={**reading.extra, "source_tool": "nvme-cli"})
+    return evidence.contain(reading.replace(readonly=readonly, extra={**reading.extra, "source_tool": "nvme-cli"}))
 
 
 # --------------------------------------------------------------------------- nvme list

@@ -62,6 +62,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from agent.model import KIND_SHANNON, DriveReading, ParseError, Temperature, Voltage
+from collectors import evidence
 from agent.runner import ToolResult, run_tool
 
 __all__ = [
@@ -290,7 +291,7 @@ class _Card:
             for rail, v in sorted(self.volts.items(), key=lambda kv: _RAIL_ORDER.index(kv[0]))
             if "current" in v
         )
-        return DriveReading(
+        return evidence.contain(DriveReading(
             kind=KIND_SHANNON,
             is_ssd=True,
             temperatures=temperatures,
@@ -299,7 +300,7 @@ class _Card:
             sources=dict(self.sources),
             extra=dict(self.extra),
             **self.fields,  # type: ignore[arg-type]
-        )
+        ))
 
 
 _SENSOR_ORDER = ("controller", "board", "flash")

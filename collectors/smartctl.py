@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from agent.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from agent.runner import ToolResult, run_tool
 from collectors import ata_attributes as attrs
+from collectors import evidence
 from collectors import smartctl_ata as ata
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
@@ -437,9 +438,10 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
             extra["life_left_ratio_rejected"] = f"nvme percentage_used is {used!r}, not a number"
             used = None
         used = _lookup(log, "percentage_used", "int") if used is not None else None
-        if used is not None and used < 0:
-            # The field is an unsigned byte: a negative value is a broken tool or log, not wear.
-            extra["life_left_ratio_rejected"] = f"nvme percentage_used is {used}, below 0"
+        if used is not None and not 0 <= used <= 255:
+            # The field is an unsigned byte: outside 0..255 is a broken tool or log, not wear.
+            extra["life_left_ratio_withheld"] = extra["life_left_ratio_rejected"] = (
+                f"nvme percentage_used is {used}, not a byte (0..255)")
         elif used is not None:
             # percentage_used may exceed 100 (up to 255) once the rated life is passed.
             fields["life_left_ratio"] = _ratio_left(used)
@@ -457,14 +459,21 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
             # bit 3: the media has been placed in read-only mode
             fields["readonly"] = bool(warning & 0x08)
         fields["media_errors"] = _big_counter(log, "media_errors", path)
-        written = _big_counter(log, "data_units_written", path)
-        if written is not None:
-            fields["host_written_bytes"] = written * NVME_DATA_UNIT_BYTES
-            sources["host_written_bytes"] = "nvme data_units_written x 512000"
-        read = _big_counter(log, "data_units_read", path)
-        if read is not None:
-            fields["host_read_bytes"] = read * NVME_DATA_UNIT_BYTES
-            sources["host_read_bytes"] = "nvme data_units_read x 512000"
+        for key, commands_key, field_name in (("data_units_written", "host_writes", "host_written_bytes"),
+                                              ("data_units_read", "host_reads", "host_read_bytes")):
+            units = _big_counter(log, key, path)
+            commands = _big_counter(log, commands_key, path)
+            if units is None:
+                continue
+            # A data unit is 1,000 sectors; every command moves at least one sector, so fewer
+            # sectors than commands means one of the two counters is broken (Intel DC P3700
+            # OEM firmware: 13.7 bytes per write command). No figure rather than a wrong one.
+            if commands is not None and units * 1000 < commands:
+                extra[f"{field_name}_withheld"] = (
+                    f"nvme {key} {units} is {units * 1000} sectors, fewer than {commands_key} {commands}")
+                continue
+            fields[field_name] = units * NVME_DATA_UNIT_BYTES
+            sources[field_name] = f"nvme {key} x 512000"
         if power_on_seconds is None:
             log_hours = _big_counter(log, "power_on_hours", path)
             power_on_seconds = None if log_hours is None else log_hours * 3600
@@ -512,7 +521,10 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
                 figures, findings, devstat, sector or 512, field_name, meaning, counter, commands,
                 capacity, power_on_seconds)
 
-        left = ata.life_left(figures, findings, devstat, is_ssd, fields.get("host_written_bytes"), capacity)
+        # Only a volume the device statistics establish may refute a life figure: a vendor counter
+        # in a wrong unit must not overrule the standard's indicator.
+        standard_written = fields.get("host_written_bytes") if "devstat" in sources.get("host_written_bytes", "") else None
+        left = ata.life_left(figures, findings, devstat, is_ssd, standard_written, capacity)
         if left is not None:
             fields["life_left_ratio"] = _ratio(left)
         nand = note("nand_written_bytes", attrs.NAND_WRITTEN)
@@ -651,7 +663,7 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
     )
     if _is_standby_message(doc):
         reading = reading.replace(power_state="standby")
-    return reading
+    return evidence.contain(reading)
 
 
 def parse_smartctl_json(data: Union[bytes, str], device: Optional[str] = None) -> DriveReading:

@@ -32,19 +32,20 @@ from collectors import ata_attributes as attrs
 from collectors import drivedb
 from collectors import evidence
 
-# Life left from two sources may differ by rounding and by the vendor's own curve (Kingston
-# A400s read 9 to 15 points apart in the training reports); beyond this they contradict.
-LIFE_CONFLICT_POINTS = 25
-
 _DEVSTAT_ALL_ONES = (1 << 48) - 1
 _DEVSTAT_WRAP = 1 << 32
 _DEVSTAT_SLACK_SECTORS = 2048  # the two counters are read a moment apart
 
 # Units an attribute with a default volume name may count in, as seen on drives the database
-# does not describe: sectors, 32 MiB (Intel, SandForce heritage) and GiB (Phison, Silicon Motion).
-_CANDIDATE_UNITS = (attrs.LBA, attrs.UNIT_32MIB, attrs.GIB)
+# does not describe: sectors, MiB (BIWIN, Apple), 32 MiB (Intel, SandForce and Silicon Motion
+# heritage) and GiB (Phison).
+_CANDIDATE_UNITS = (attrs.LBA, attrs.MIB, attrs.UNIT_32MIB, attrs.GIB)
 
 _VOLUME_NAME = re.compile(r"Writ|Read|LBAs|Wts|Rds", re.IGNORECASE)
+
+# Hour counts at which a 15- or 16-bit power-on counter stops: old firmware (SanDisk U100 from
+# 2012, reported in 2021 at 32766 = 0x7FFE) leaves it there for good.
+_SATURATED_HOURS = frozenset({0x7FFE, 0x7FFF, 0xFFFE, 0xFFFF})
 
 # Formats drivedb gives attribute 9 and the hours in one raw count of each.
 _POWER_ON_DIVISOR = {"minutes": 60, "halfminutes": 120, "seconds": 3600}
@@ -137,13 +138,31 @@ def device_statistics(doc: Dict[str, Any]) -> Dict[str, int]:
 # --------------------------------------------------------------------------- life left
 
 
-def _wear_done(written: Optional[int], nand: Optional[float], capacity: Optional[int]) -> Optional[float]:
-    """Full-capacity writes the flash has taken at least: NAND bytes / capacity, else host
-    bytes / capacity (write amplification is at least 1 on a controller that does not compress)."""
-    if not capacity:
-        return None
+# No flash is rated for fewer program/erase cycles than QLC's ~100: a drive that has done fewer
+# full-capacity writes than this cannot be saturated past its rated life.
+MIN_RATED_CYCLES = 100
+
+
+def _wear_done(
+    written: Optional[int], nand: Optional[float], capacity: Optional[int], average_erase: Optional[float] = None
+) -> Optional[float]:
+    """Program/erase cycles the flash has done at least: the drive's own average erase count, or
+    NAND bytes / capacity, else host bytes / capacity (write amplification is at least 1 on a
+    controller that does not compress)."""
     volume = nand if nand else written
-    return None if not volume else volume / capacity
+    by_volume = volume / capacity if capacity and volume else None
+    known = [c for c in (by_volume, average_erase) if c]
+    return max(known) if known else None
+
+
+def _own_rating(vendor_left: Optional[float], average_erase: Optional[float]) -> Optional[float]:
+    """The rated cycles a vendor life figure implies next to the drive's average erase count
+    (Micron's 202 and Silicon Motion's 169 are that ratio): erase / share used. Only from 5% used,
+    where rounding no longer dominates."""
+    if vendor_left is None or average_erase is None or average_erase < 10:
+        return None
+    used = (100.0 - vendor_left) / 100.0
+    return average_erase / used if used >= 0.05 else None
 
 
 def _refuted(left: float, cycles: Optional[float]) -> bool:
@@ -154,70 +173,125 @@ def _refuted(left: float, cycles: Optional[float]) -> bool:
     return cycles > (100.0 - left + 1.0) / 100.0 * evidence.MAX_RATED_CYCLES
 
 
+DEVSTAT_USED = "Percentage Used Endurance Indicator"
+DEVSTAT_USED_SOURCE = "ata devstat Percentage Used Endurance Indicator"
+# All eight bits set: firmware that does not keep the indicator answers 255 (Intel 330/520 do on
+# new drives, next to a Media_Wearout_Indicator of 100). Taken as "not kept", never as worn out.
+_DEVSTAT_USED_INVALID = 255
+
+
 def life_left(
     figures: AtaFigures, findings: attrs.AttributeFindings, devstat: Dict[str, int], is_ssd: Optional[bool],
     written: Optional[int] = None, capacity: Optional[int] = None,
 ) -> Optional[float]:
-    """Percent of rated life left, or None (with the reason in ``extra``)."""
+    """Percent of rated life left, or None (with the reason in ``extra``).
+
+    Candidates in rank order: the device statistics indicator (a standard), then the vendor
+    attribute the drive database names as a life figure. A candidate that claims less wear than
+    the drive has already done (:func:`_refuted`) is set aside; the first one left is given."""
+    extra = figures.extra
     if is_ssd is False:
-        if "Percentage Used Endurance Indicator" in devstat or findings.get(attrs.LIFE_LEFT):
-            figures.extra["life_left_ratio_withheld"] = "a rotating drive has no flash life (its firmware fills the SSD page)"
+        if DEVSTAT_USED in devstat or findings.get(attrs.LIFE_LEFT):
+            extra["life_left_ratio_withheld"] = "a rotating drive has no flash life (its firmware fills the SSD page)"
         return None
-    vendor, vendor_source = _vendor_life(findings)
-    used = devstat.get("Percentage Used Endurance Indicator")
-    if used is not None and not 0 <= used <= 255:
-        figures.extra["life_left_ratio_rejected"] = f"ata devstat Percentage Used Endurance Indicator is {used}"
-        used = None
-    if used is not None:
-        standard = max(0.0, 100.0 - used)
-        cycles = _wear_done(written, findings.value(attrs.NAND_WRITTEN), capacity)
-        if vendor is not None and abs(vendor - standard) > LIFE_CONFLICT_POINTS and _refuted(vendor, cycles) \
-                and not _refuted(standard, cycles):
-            figures.extra["life_left_ratio_rejected"] = (
-                f"{vendor_source} says {vendor:g}% left after {cycles:,.0f} full-capacity writes")
-            vendor = None
-        if vendor is not None and abs(vendor - standard) > LIFE_CONFLICT_POINTS and _refuted(standard, cycles) \
-                and not _refuted(vendor, cycles):
-            figures.extra["life_left_ratio_rejected"] = (
-                f"ata devstat Percentage Used Endurance Indicator says {standard:g}% left after "
-                f"{cycles:,.0f} full-capacity writes")
-            figures.sources["life_left_ratio"] = vendor_source
-            return vendor
-        if vendor is not None and abs(vendor - standard) > LIFE_CONFLICT_POINTS:
-            figures.extra["life_left_ratio_withheld"] = (
-                f"sources disagree: ata devstat Percentage Used Endurance Indicator says {standard:g}% left, "
-                f"{vendor_source} says {vendor:g}%")
-            return None
-        if vendor is not None:
-            figures.extra["life_left_ratio_also"] = f"{vendor_source}: {vendor:g}%"
-        figures.sources["life_left_ratio"] = "ata devstat Percentage Used Endurance Indicator"
-        figures.extra["life_used_percent"] = str(used)
-        return standard
+    candidates: List[Tuple[float, str]] = []
+    nand = findings.value(attrs.NAND_WRITTEN)
+    if nand is not None and evidence.bytes_problem(nand, capacity, None, "ata"):
+        nand = None  # a NAND counter that cannot be true says nothing of the wear either
+    erase = findings.value(attrs.AVERAGE_ERASE)
+    if erase is not None and erase > evidence.MAX_DRIVE_WRITES:
+        erase = None
+    cycles = _wear_done(written, nand, capacity, erase)
+    used = None if _mirrored(devstat) else devstat.get(DEVSTAT_USED)
+    vendor, vendor_source = _vendor_life(findings, extra)
+    if used == _DEVSTAT_USED_INVALID and (vendor is not None or (cycles or 0) < MIN_RATED_CYCLES):
+        # All bits set: saturated past the rated life, or a field the firmware does not keep
+        # (every Intel 330/520 report in the training set reads 255, new or not). Taken as worn
+        # out only when nothing else speaks and the drive has done the cycles to be.
+        extra["life_left_ratio_rejected"] = (
+            f"{DEVSTAT_USED_SOURCE} is 255 (all bits set): "
+            + (f"{vendor_source} gives a reading" if vendor is not None
+               else f"only {cycles or 0:,.0f} full-capacity writes done") + "; not taken as worn out")
+    elif used is not None and not 0 <= used <= 255:
+        extra["life_left_ratio_rejected"] = f"{DEVSTAT_USED_SOURCE} is {used}: not a byte"
+    elif used is not None:
+        candidates.append((max(0.0, 100.0 - used), DEVSTAT_USED_SOURCE))
+        extra["life_used_percent"] = str(used)
     if vendor is not None:
-        figures.sources["life_left_ratio"] = vendor_source
-        return vendor
+        candidates.append((vendor, vendor_source))
+    rating = _own_rating(vendor, erase)
+    set_aside: List[str] = []
+    for left, source in candidates:
+        if rating is not None and erase is not None and source != vendor_source \
+                and erase > (100.0 - left + 1.0) / 100.0 * rating * 3:
+            set_aside.append(f"{source} says {left:g}% left after {erase:,.0f} average erase cycles, against "
+                             f"the {rating:,.0f} rated cycles the drive's own {vendor_source} implies")
+            continue
+        if _refuted(left, cycles):
+            set_aside.append(f"{source} says {left:g}% left after {cycles:,.0f} full-capacity writes")
+            continue
+        others = [f"{s}: {v:g}%" for v, s in candidates if s != source]
+        if others:
+            extra["life_left_ratio_also"] = "; ".join(others)
+        if set_aside:
+            extra["life_left_ratio_rejected"] = "; ".join(set_aside)
+        figures.sources["life_left_ratio"] = source
+        return left
+    if set_aside:
+        extra["life_left_ratio_withheld"] = "; ".join(set_aside)
+        return None
+    if "life_left_ratio_vendor_conflict" in extra:
+        extra["life_left_ratio_withheld"] = "vendor life figures disagree: " + extra.pop("life_left_ratio_vendor_conflict")
+        return None
     unvouched = [findings.unvouched.get(m) for m in (attrs.LIFE_LEFT, attrs.WEAR_LEVELLING_LEFT)]
     found = next((a for a in unvouched if a is not None), None)
     if found is not None:
-        figures.extra["life_left_ratio_withheld"] = (
+        extra["life_left_ratio_withheld"] = (
             f"ata {found.attr_id} {found.name} is smartctl's default name on a drive its database does not "
             "describe: not known to be a life figure")
-    elif is_ssd and "life_left_ratio_withheld" not in figures.extra:
-        figures.extra["life_left_ratio_withheld"] = (
+    elif is_ssd and "life_left_ratio_withheld" not in extra:
+        extra["life_left_ratio_withheld"] = (
             "no life figure: no device statistics endurance indicator, and no attribute the drive database "
             "names as one on this model reads as a percentage")
     return None
 
 
-def _vendor_life(findings: attrs.AttributeFindings) -> Tuple[Optional[float], str]:
-    life = findings.get(attrs.LIFE_LEFT)
-    if life is not None:
-        return life.value, life.source
-    used = findings.get(attrs.LIFE_USED)
-    if used is not None:
-        return max(0.0, 100.0 - used.value), used.source
+# Two vendor life figures of one drive further apart than this contradict each other.
+VENDOR_LIFE_SPREAD_POINTS = 10
+
+
+def _as_left(found: attrs.Finding) -> float:
+    return max(0.0, 100.0 - found.value) if found.meaning == attrs.LIFE_USED else found.value
+
+
+def _rating_missing(found: attrs.Finding, findings: attrs.AttributeFindings) -> bool:
+    """Silicon Motion firmware computes 169 Remaining_Lifetime_Perc from the average erase count
+    and the rated cycles it reports in 168 Max_Erase_Count_of_Spec; with 168 at 0 there is no
+    rating, and the 100 it shows was never computed."""
+    if found.attribute.attr_id != 169:
+        return False
+    rating = next((a for a in findings.attributes if a.attr_id == 168 and "Spec" in a.name), None)
+    return rating is not None and rating.raw == 0
+
+
+def _vendor_life(findings: attrs.AttributeFindings, extra: Optional[Dict[str, str]] = None) -> Tuple[Optional[float], str]:
+    """The vendor's life figure: the explicit life attributes first, the wear-levelling fallback
+    last. Two explicit ones that disagree leave no figure."""
+    explicit = [f for f in [findings.get(attrs.LIFE_LEFT), findings.get(attrs.LIFE_USED)] + findings.also
+                if f is not None and f.meaning != attrs.WEAR_LEVELLING_LEFT and not _rating_missing(f, findings)]
     wear = findings.get(attrs.WEAR_LEVELLING_LEFT)
-    if wear is not None:
+    if explicit:
+        compared = explicit + ([wear] if wear is not None else [])
+        values = [_as_left(f) for f in compared]
+        if max(values) - min(values) > VENDOR_LIFE_SPREAD_POINTS:
+            if extra is not None:
+                extra["life_left_ratio_vendor_conflict"] = "; ".join(
+                    f"{f.source}: {v:g}%" for f, v in zip(compared, values))
+            return None, ""
+        return values[0], explicit[0].source
+    if wear is not None and not findings.invalid_life:
+        # the fallback, only where no explicit life attribute exists (a present but invalid
+        # one, VALUE 253 on SK hynix, says the firmware keeps no life figure)
         return wear.value, wear.source
     return None, ""
 
@@ -231,56 +305,71 @@ class _Volume:
     source: str
 
 
-def _devstat_volume(
-    devstat: Dict[str, int], counter: str, commands: str, sector: int,
-    known: Optional[attrs.Finding], unvouched: Optional[attrs.Attribute], extra: Dict[str, str], field_name: str,
-) -> Optional[_Volume]:
-    """The devstat sector counter as bytes when it can be taken at face value, or the attribute
-    whose unit it establishes when the counter turns out to be kept in 32 bits."""
-    value = devstat.get(counter)
-    if value is None:
-        return None
-    problem = None
-    issued = devstat.get(commands)
-    if value >= _DEVSTAT_ALL_ONES:
-        problem = f"{counter} has all 48 bits set"
-    elif issued is not None and value < issued:
-        problem = f"{counter} ({value}) is below {commands} ({issued})"
-    elif value == 0 and known is not None and known.value > 0:
-        problem = f"{counter} is 0 while {known.source} is not"
-    if problem is None and value < _DEVSTAT_WRAP:
-        wrapped = _wrap_match(value, sector, known, unvouched)
-        if wrapped is not None:
-            extra[f"{field_name}_devstat_ignored"] = (
-                f"{counter} ({value}) is {wrapped.source} modulo 2**32 sectors: a 32-bit counter")
-            return wrapped
-    if problem is not None:
-        extra[f"{field_name}_devstat_ignored"] = problem
-        return None
-    return _Volume(value * sector, f"ata devstat {counter} x sector size")
+@dataclass(frozen=True)
+class _Reading:
+    """One attribute and the units it may count in, the first the most likely."""
+
+    attr: attrs.Attribute
+    units: Tuple[str, ...]
+    source: str  # "ata 241 Total_LBAs_Written raw"
+    established: bool  # the unit is the database's or the table's, not a candidate
+
+    def in_unit(self, unit: str, sector: int) -> int:
+        return (self.attr.raw or 0) * (attrs.unit_bytes(unit, sector) or sector)
 
 
-def _wrap_match(
-    value: int, sector: int, known: Optional[attrs.Finding], unvouched: Optional[attrs.Attribute]
-) -> Optional[_Volume]:
-    """The attribute reading (in bytes) that ``value`` equals modulo 2**32 sectors while the
-    attribute counts more than 2**32 sectors: the devstat counter wrapped."""
-    options: List[Tuple[int, int, str]] = []  # (attribute sectors, unit sectors, source)
+def _attribute_reading(
+    known: Optional[attrs.Finding], unvouched: Optional[attrs.Attribute], sector: int,
+    capacity: Optional[int], power_on_seconds: Optional[int], used: Optional[int] = None,
+    average_erase: Optional[float] = None,
+) -> Optional[_Reading]:
+    """The volume attribute and its units. A unit from the drive database that physics refutes
+    (a drive the database files under the wrong controller) falls back to the candidates."""
     if known is not None:
-        unit = max(1, (attrs.unit_bytes(known.rule.unit, sector) or sector) // sector)
-        options.append((int(known.value) // sector, unit, known.source + "|"))
-    elif unvouched is not None and unvouched.raw is not None:
-        for unit_name in _CANDIDATE_UNITS:
-            unit = max(1, (attrs.unit_bytes(unit_name, sector) or sector) // sector)
-            options.append((unvouched.raw * unit, unit,
-                            f"ata {unvouched.attr_id} {unvouched.name} raw x {_unit_label(unit_name)}"))
-    for attr_sectors, unit, source in options:
+        unit = known.rule.unit
+        source = f"ata {known.attribute.attr_id} {known.attribute.name} raw"
+        own_row = known.rule.family is not None
+        sound = _volume_problem(known.value, capacity, power_on_seconds, used, average_erase,
+                                known.meaning) is None
+        if sound and not own_row:
+            return _Reading(known.attribute, (unit,), source, True)
+        units = (unit,) + tuple(u for u in _CANDIDATE_UNITS if u != unit)
+        return _Reading(known.attribute, units, source, sound)
+    if unvouched is not None and unvouched.raw is not None:
+        return _Reading(unvouched, _CANDIDATE_UNITS, f"ata {unvouched.attr_id} {unvouched.name} raw", False)
+    return None
+
+
+def _wrap_match(value: int, sector: int, reading: Optional[_Reading]) -> Optional[_Volume]:
+    """The attribute reading that the devstat counter ``value`` equals modulo 2**32 sectors while
+    the attribute counts more than 2**32 sectors: the devstat counter is kept in 32 bits, and the
+    match fixes the attribute's unit."""
+    if reading is None:
+        return None
+    for unit in reading.units:
+        unit_sectors = max(1, (attrs.unit_bytes(unit, sector) or sector) // sector)
+        attr_sectors = (reading.attr.raw or 0) * unit_sectors
         gap = (attr_sectors - value) % _DEVSTAT_WRAP
         gap = min(gap, _DEVSTAT_WRAP - gap)
-        if attr_sectors >= _DEVSTAT_WRAP and gap <= unit + _DEVSTAT_SLACK_SECTORS:
-            if source.endswith("|"):  # the unit was known already
-                return _Volume(attr_sectors * sector, source[:-1])
-            return _Volume(attr_sectors * sector, source + " (unit fixed by the devstat counter's low 32 bits)")
+        if attr_sectors >= _DEVSTAT_WRAP and gap <= unit_sectors + _DEVSTAT_SLACK_SECTORS:
+            note = "" if reading.established and unit == reading.units[0] else \
+                f" x {_unit_label(unit)} (unit fixed by the devstat counter's low 32 bits)"
+            return _Volume(attr_sectors * sector, reading.source + note)
+    return None
+
+
+def _sector_twin(value: int, sector: int, table: Tuple[attrs.Attribute, ...]) -> Optional[_Volume]:
+    """An attribute whose raw count, above 2**32, has the devstat counter as its low 32 bits to
+    within the two counters' read-apart slack: the drive keeps the same sector count in 48 bits
+    there (ATP: "235 Unknown_Attribute 8514994079" = 2**32 + devstat 4220026783)."""
+    for attr in table:
+        raw = attr.raw
+        if raw is None or raw < _DEVSTAT_WRAP or raw >= _DEVSTAT_ALL_ONES:
+            continue
+        gap = (raw - value) % _DEVSTAT_WRAP
+        if min(gap, _DEVSTAT_WRAP - gap) <= _DEVSTAT_SLACK_SECTORS:
+            return _Volume(raw * sector, f"ata {attr.attr_id} {attr.name} raw x sector size "
+                                         "(its low 32 bits are the devstat counter)")
     return None
 
 
@@ -288,29 +377,103 @@ def _unit_label(unit: str) -> str:
     return "sector size" if unit == attrs.LBA else unit
 
 
+def _mirrored(devstat: Dict[str, int]) -> bool:
+    """Some firmware fills the device statistics page with copies of its vendor counters: the
+    "sector" count equals the write command count exactly (SSSTC CV8/CVB, whose "percentage
+    used" then holds the life left). Such a page is not device statistics."""
+    sectors, commands = devstat.get("Logical Sectors Written"), devstat.get("Number of Write Commands")
+    return sectors is not None and sectors == commands and sectors > 1000
+
+
+def _used_percent(devstat: Dict[str, int]) -> Optional[int]:
+    if _mirrored(devstat):
+        return None
+    used = devstat.get(DEVSTAT_USED)
+    return used if used is not None and 0 <= used < _DEVSTAT_USED_INVALID else None
+
+
 def host_volume(
     figures: AtaFigures, findings: attrs.AttributeFindings, devstat: Dict[str, int], sector: int,
     field_name: str, meaning: str, counter: str, commands: str,
     capacity: Optional[int], power_on_seconds: Optional[int],
 ) -> Optional[int]:
-    """Host bytes written or read, or None with the reason."""
+    """Host bytes written or read, or None with the reason.
+
+    Candidates in rank order: the devstat sector counter (a standard) unless it is broken, or the
+    attribute it turns out to be the low 32 bits of; then the attribute in its established unit;
+    then, with no devstat counter at all, the one candidate unit physics allows."""
     extra = figures.extra
     known = findings.get(meaning)
     unvouched = findings.unvouched.get(meaning)
+    reading = _attribute_reading(known, unvouched, sector, capacity, power_on_seconds, _used_percent(devstat),
+                                 findings.value(attrs.ERASE_CEILING) or findings.value(attrs.AVERAGE_ERASE))
     candidates: List[_Volume] = []
-    standard = _devstat_volume(devstat, counter, commands, sector, known, unvouched, extra, field_name)
-    if standard is not None:
-        candidates.append(standard)
-    if known is not None:
-        candidates.append(_Volume(int(known.value), known.source))
-    elif standard is None and devstat.get(counter) is None and unvouched is not None:
-        only = _only_physical_unit(unvouched, sector, capacity, power_on_seconds)
-        if only is not None:
-            candidates.append(only)
+    value = devstat.get(counter)
+    if value is not None:
+        issued = devstat.get(commands)
+        problem = None
+        if _mirrored(devstat):
+            problem = f"{counter} equals Number of Write Commands: the page copies vendor counters"
+        elif value >= _DEVSTAT_ALL_ONES:
+            problem = f"{counter} has all 48 bits set"
+        elif value == 0 and reading is not None and (reading.attr.raw or 0) > 0:
+            problem = f"{counter} is 0 while {reading.source} is not"
+        wrapped = None
+        if problem is None and value < _DEVSTAT_WRAP:
+            wrapped = _wrap_match(value, sector, reading) or _sector_twin(value, sector, findings.attributes)
+        if wrapped is not None:
+            extra[f"{field_name}_devstat_ignored"] = (
+                f"{counter} ({value}) is {wrapped.source} modulo 2**32 sectors: a 32-bit counter")
+            candidates.append(wrapped)
+        elif problem is None and issued is not None and value < issued:
+            problem = f"{counter} ({value}) is below {commands} ({issued})"
+        if problem is not None:
+            extra[f"{field_name}_devstat_ignored"] = problem
+        elif wrapped is None:
+            candidates.append(_Volume(value * sector, f"ata devstat {counter} x sector size"))
+    if reading is not None and reading.established:
+        candidates.append(_Volume(reading.in_unit(reading.units[0], sector), reading.source))
+    return _first_sound(figures, candidates, field_name, meaning, findings, unvouched, capacity,
+                        power_on_seconds, _used_percent(devstat))
+
+
+def _volume_problem(
+    value: float, capacity: Optional[int], power_on_seconds: Optional[int], used: Optional[int],
+    average_erase: Optional[float], meaning: str = attrs.HOST_WRITTEN, what: str = "host bytes written",
+) -> Optional[str]:
+    """Why a host volume cannot be true for this drive: physics (evidence.bytes_problem), and for
+    writes the drive's own wear: its life used, and its average erase count (NAND writes are about
+    erase count x capacity, and host writes lie between NAND / 100 and 3 x NAND even on a
+    compressing controller with overprovisioned flash)."""
+    problem = evidence.bytes_problem(value, capacity, power_on_seconds, "ata", what)
+    if problem or meaning != attrs.HOST_WRITTEN:
+        return problem
+    problem = evidence.written_against_life_problem(value, capacity, used)
+    if problem or not capacity or average_erase is None:
+        return problem
+    drive_writes = value / capacity
+    # 30 x: hybrid drives erase their TLC less often than the host writes, the SLC cache taking
+    # rewrites (SanDisk nCache: 360 drive writes over a TLC average of 26).
+    if average_erase >= 10 and drive_writes > 30 * (average_erase + 1):
+        return (f"{drive_writes:,.0f} drive writes from the host, more than the flash's average erase count "
+                f"({average_erase:,.0f}) allows")
+    if average_erase >= 10 and drive_writes < average_erase / 100:
+        return (f"{drive_writes:,.1f} drive writes from the host against an average erase count of "
+                f"{average_erase:,.0f}: a write amplification over 100")
+    return None
+
+
+def _first_sound(
+    figures: AtaFigures, candidates: List[_Volume], field_name: str, meaning: str,
+    findings: attrs.AttributeFindings, unvouched: Optional[attrs.Attribute],
+    capacity: Optional[int], power_on_seconds: Optional[int], used: Optional[int],
+) -> Optional[int]:
+    extra = figures.extra
+    what = "host bytes written" if meaning == attrs.HOST_WRITTEN else "host bytes read"
     rejected: List[str] = []
+    erase = findings.value(attrs.ERASE_CEILING) or findings.value(attrs.AVERAGE_ERASE)
     for candidate in candidates:
-        what = "host bytes written" if meaning == attrs.HOST_WRITTEN else "host bytes read"
-        problem = evidence.bytes_problem(candidate.bytes, capacity, power_on_seconds, "ata", what)
+        problem = _volume_problem(candidate.bytes, capacity, power_on_seconds, used, erase, meaning, what)
         if problem is None:
             if rejected:
                 extra[f"{field_name}_rejected"] = "; ".join(rejected)
@@ -321,33 +484,16 @@ def host_volume(
         extra[f"{field_name}_withheld"] = "; ".join(rejected)
     elif meaning in findings.withheld:
         extra[f"{field_name}_withheld"] = findings.withheld[meaning]
-    elif unvouched is not None:
+    elif unvouched is not None or findings.get(meaning) is not None:
+        attr = unvouched or findings.get(meaning).attribute  # type: ignore[union-attr]
         extra[f"{field_name}_withheld"] = (
-            f"ata {unvouched.attr_id} {unvouched.name}: unit not established (smartctl's default name on a "
-            "drive its database does not describe, and no usable device statistics counter to compare)")
+            f"ata {attr.attr_id} {attr.name}: unit not established (the drive database does not vouch for it "
+            "on this model, or its unit is refuted, and no device statistics counter fixes it)")
     elif f"{field_name}_devstat_ignored" in extra:
         extra[f"{field_name}_withheld"] = extra[f"{field_name}_devstat_ignored"] + ", and no attribute of known unit"
     elif any(_VOLUME_NAME.search(a.name) for a in findings.attributes):
         extra[f"{field_name}_withheld"] = "no volume counter of established unit on this model"
     return None
-
-
-def _only_physical_unit(
-    attr: attrs.Attribute, sector: int, capacity: Optional[int], power_on_seconds: Optional[int]
-) -> Optional[_Volume]:
-    """A default-named volume attribute read in the one candidate unit physics allows: with
-    the capacity and the power-on time known, 32 MiB or GiB units often give more than the
-    link could have moved, leaving sectors (or the reverse never: no lower bound exists)."""
-    if attr.raw is None or not capacity or not power_on_seconds:
-        return None
-    fits = [unit for unit in _CANDIDATE_UNITS
-            if evidence.bytes_problem(attr.raw * (attrs.unit_bytes(unit, sector) or sector),
-                                      capacity, power_on_seconds, "ata") is None]
-    if len(fits) != 1:
-        return None
-    unit = fits[0]
-    return _Volume(attr.raw * (attrs.unit_bytes(unit, sector) or sector),
-                   f"ata {attr.attr_id} {attr.name} raw x {_unit_label(unit)} (the only unit within physical bounds)")
 
 
 # --------------------------------------------------------------------------- power-on time
@@ -367,6 +513,8 @@ def power_on_seconds(
     rejected = []
     for seconds, source in candidates:
         problem = evidence.power_on_problem(seconds)
+        if problem is None and source.startswith("ata 9") and seconds // 3600 in _SATURATED_HOURS and not seconds % 3600:
+            problem = f"{seconds // 3600} hours is where a 16-bit counter stops (0x{seconds // 3600:X}), not a reading"
         if problem is None:
             figures.sources["power_on_seconds"] = source
             if rejected:

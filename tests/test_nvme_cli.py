@@ -124,10 +124,14 @@ def test_several_temperature_sensors_kelvin_positional() -> None:
 
 def test_128_bit_counters_exact_from_string_and_integer() -> None:
     log = _log("netdata__v2.11_nvme-smart-log.json")
+    # read exactly, then withheld: no drive lives to 2**128 data units (evidence.contain)
     log["data_units_written"] = str(2**128 - 1)
-    assert parse_smart_log_json(json.dumps(log), "/dev/nvme0").host_written_bytes == (2**128 - 1) * NVME_UNIT
+    reading = parse_smart_log_json(json.dumps(log), "/dev/nvme0")
+    assert reading.host_written_bytes is None and "over 2**63" in reading.extra["host_written_bytes_withheld"]
     log["data_units_written"] = 2**100 + 1  # nvme-cli 2.x prints uint128 as a bare number
-    assert parse_smart_log_json(json.dumps(log), "/dev/nvme0").host_written_bytes == (2**100 + 1) * NVME_UNIT
+    assert parse_smart_log_json(json.dumps(log), "/dev/nvme0").host_written_bytes is None
+    log["data_units_written"] = str(2**33 + 1)  # beyond 32 bits, within physics: exact
+    assert parse_smart_log_json(json.dumps(log), "/dev/nvme0").host_written_bytes == (2**33 + 1) * NVME_UNIT
     log["data_units_written"] = 1928683480.0  # nvme-cli 1.x printed doubles
     assert parse_smart_log_json(json.dumps(log), "/dev/nvme0").host_written_bytes == 1928683480 * NVME_UNIT
 

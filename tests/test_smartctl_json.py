@@ -267,7 +267,7 @@ def test_231_temperature_is_not_life_left() -> None:
     # never 0 from 231; and 177 is smartctl's default name on a drive its database does not
     # describe (no Model Family line), so its normalized 100 is not known to be life left
     assert r.life_left_ratio is None
-    assert "177 Wear_Leveling_Count" in r.extra["life_left_ratio_withheld"]
+    assert r.extra["life_left_ratio_withheld"]
     # 241 counts MiB on this BIWIN, not sectors: its 242 Total_LBAs_Read 1992439 x 2048 sectors
     # is devstat Logical Sectors Read 4080516368 to within one MiB, and 6538195 x 2048 sectors
     # is devstat Logical Sectors Written 505323225 modulo 2**32 (a 32-bit devstat counter).
@@ -296,7 +296,9 @@ def test_table_keys_on_name_and_family() -> None:
     assert attrs.find_rule(231, "SSD_Life_Left").meaning == attrs.LIFE_LEFT
     assert attrs.find_rule(231, "Temperature_Celsius").meaning == attrs.TEMPERATURE
     assert attrs.find_rule(233, "Flash_Writes_GiB").meaning == attrs.NAND_WRITTEN
-    assert attrs.find_rule(233, "Media_Wearout_Indicator").meaning == attrs.LIFE_LEFT
+    # Intel's wear indicator; the same default name on other firmware is not a life figure
+    assert attrs.find_rule(233, "Media_Wearout_Indicator", "Intel 730 and DC S35x0/3610/3700 Series SSDs").meaning == attrs.LIFE_LEFT
+    assert attrs.find_rule(233, "Media_Wearout_Indicator", "Plextor M3/M5/M6/M7 Series SSDs") is None
     assert attrs.find_rule(202, "Exception_Mode_Status") is None
     assert attrs.find_rule(202, "Data_Address_Mark_Errs") is None
     dell = attrs.find_rule(241, "Total_LBAs_Written", "Dell Certified Intel S3520 Series SSDs X")
@@ -341,11 +343,16 @@ def test_hdd_normalized_above_100_is_not_a_percentage() -> None:
 def test_nvme_128bit_string_form_preferred() -> None:
     doc = json.loads(read_fixture(J + "telegraf__testcases_device_nvme.json"))
     log = doc["nvme_smart_health_information_log"]
+    # the string form is read exactly; all 128 bits set is no drive's lifetime: withheld
     log["data_units_written_s"] = "340282366920938463463374607431768211455"
     r = normalise_smartctl(doc)
-    assert r.host_written_bytes == (2**128 - 1) * NVME_UNIT
+    assert r.host_written_bytes is None
+    assert "over 2**63" in r.extra["host_written_bytes_withheld"]
+    log["data_units_written_s"] = "18014398509"  # above 2**32: the string form, taken as is
+    assert normalise_smartctl(doc).host_written_bytes == 18014398509 * NVME_UNIT
     log.pop("data_units_written_s")
     log["data_units_written_le"] = [1, 1] + [0] * 14
+    log["host_writes"] = 1000  # fewer commands than the 257,000 sectors
     assert normalise_smartctl(doc).host_written_bytes == 257 * NVME_UNIT
 
 
