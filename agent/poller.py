@@ -67,7 +67,7 @@ from agent.model import (
     WriteCacheState,
 )
 from agent.runner import REAPER, ToolResult, run_tool
-from collectors import blockdev, diskstats, shannon, smartctl, smartctl_text, write_cache
+from collectors import blockdev, diskstats, drivedb, shannon, smartctl, smartctl_text, write_cache
 
 log = logging.getLogger("ssdfleet.poller")
 
@@ -132,6 +132,24 @@ class _SourceState:
         )
 
 
+def use_drive_database(setting: str) -> None:
+    """Load smartmontools' drive database the SMART normaliser names attributes by: the newest
+    of the host's copies and the bundled one ("auto"), or the configured file. A file that
+    cannot be read is logged and the bundled copy used: names from an older database are still
+    better than none."""
+    try:
+        database = drivedb.best_available() if setting == "auto" else drivedb.load(setting)
+    except OSError as exc:
+        log.error("smartctl_drivedb %s cannot be read (%s); using the bundled %s", setting, exc,
+                  drivedb.bundled().label)
+        database = drivedb.bundled()
+    if not database.entries or not database.defaults:
+        log.error("smartctl_drivedb %s has no drive entries; using the bundled %s", setting, drivedb.bundled().label)
+        database = drivedb.bundled()
+    drivedb.use(database)
+    log.info("drive database: %s from %s", database.label, database.origin)
+
+
 class Poller:
     def __init__(
         self,
@@ -142,6 +160,7 @@ class Poller:
     ) -> None:
         self.config = config
         self.clock = clock
+        use_drive_database(config.smartctl_drivedb)
         if runner is None and config.probe_helper_socket:
             from agent.privhelper import HelperRunner
 
@@ -230,17 +249,20 @@ class Poller:
 
     def _open_history(self) -> History:
         if not self.config.history:
-            return History(None, retention_days=self.config.history_retention_days)
+            return History(None, retention_days=self.config.history_retention_days,
+                           min_interval_seconds=self.config.history_sample_interval_seconds)
         state_dir = self.config.state_dir or default_state_dir()
         path = os.path.join(state_dir, "history.sqlite")
         try:
             os.makedirs(state_dir, exist_ok=True)
         except OSError as exc:
             log.error("cannot create state directory %s (%s); history kept in memory", state_dir, exc)
-            history = History(None, retention_days=self.config.history_retention_days)
+            history = History(None, retention_days=self.config.history_retention_days,
+                           min_interval_seconds=self.config.history_sample_interval_seconds)
             history.healthy = False  # asked for a file and did not get one: ssd_history_healthy 0
             return history
-        return History(path, retention_days=self.config.history_retention_days)
+        return History(path, retention_days=self.config.history_retention_days,
+                       min_interval_seconds=self.config.history_sample_interval_seconds)
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
