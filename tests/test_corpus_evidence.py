@@ -5,11 +5,13 @@ where a drive has two independent sources of a figure their agreement is printed
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 from tests.conftest import ROOT, fixture_files
 
 _spec = importlib.util.spec_from_file_location("corpus_report", ROOT / "bench" / "corpus_report.py")
 corpus_report = importlib.util.module_from_spec(_spec)
+sys.modules["corpus_report"] = corpus_report  # dataclasses look their module up there
 _spec.loader.exec_module(corpus_report)
 
 
