@@ -242,6 +242,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not complain again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for SIGPIPE
+    except Exception as exc:  # never exit with a bare status and nothing said
+        if str(getattr(args, "log_level", "") or "").upper() == "DEBUG":
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(f"ssdfleet {args.command}: internal error: {type(exc).__name__}: {exc} "
+                         "(--log-level DEBUG prints the traceback)\n")
+        return 70  # EX_SOFTWARE
 
 
 if __name__ == "__main__":  # pragma: no cover

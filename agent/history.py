@@ -17,6 +17,17 @@ Failure policy (a database host must never lose its agent over a state file):
   ``healthy`` is False and ``moved_aside`` names the file. A *locked* or *busy* file is never
   moved aside: another process holds it and its data is fine. A file that can be read but
   not written (read-only mount) stays open for reading; new samples wait in memory.
+* Any integer a tool prints is stored without error and without loss. SQLite's INTEGER is a
+  signed 64-bit number; a counter outside that range (an NVMe ``data_units_written`` of all
+  ones, a vendor figure in the 1e20s) is stored as a BLOB holding its decimal digits, which
+  SQLite's column affinity never converts, and read back as the same Python int (see
+  :func:`_to_db` / :func:`_from_db`). NaN is stored as NULL (not reported); an infinite float
+  as SQLite's infinity.
+* A row that SQLite still refuses for what it holds (a value of a type it cannot bind) is
+  isolated: the batch is retried row by row, the refused row is dropped, logged once per
+  reason and counted in ``dropped_total`` (``ssd_history_samples_dropped_total{reason}``),
+  and every other row, of this drive and of all others, is written. A bad row never stays
+  queued to fail every later flush.
 * A write failure later (disk full, read-only directory, database locked) never raises out
   of :meth:`History.record`. It is logged once per distinct error, counted in
   ``errors_total``, and the sample stays in a bounded in-memory buffer that reads include and
@@ -42,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -113,6 +125,32 @@ _SQLITE_AUTH = 23
 _SQLITE_NOTADB = 26
 
 
+_INSERT = f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+# What SQLite (or the row's own conversion) raises for a value it cannot store: the row's
+# fault, not the storage's. Anything else from a write is a storage error (kept pending).
+_ROW_ERRORS = (
+    OverflowError,
+    TypeError,
+    ValueError,
+    sqlite3.InterfaceError,
+    sqlite3.ProgrammingError,
+    sqlite3.IntegrityError,
+    sqlite3.DataError,
+)
+
+
+def _drop_reason(exc: BaseException) -> str:
+    """The ``reason`` label of a dropped row: a small fixed set."""
+    if isinstance(exc, OverflowError):
+        return "out_of_range"
+    if isinstance(exc, sqlite3.IntegrityError):
+        return "constraint"
+    if isinstance(exc, (TypeError, sqlite3.InterfaceError, sqlite3.ProgrammingError)):
+        return "unsupported_type"
+    return "invalid_value"
+
+
 @contextlib.contextmanager
 def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
     """One write transaction: BEGIN IMMEDIATE, COMMIT, or ROLLBACK and re-raise."""
@@ -143,17 +181,55 @@ class Sample:
     media_errors: Optional[int] = None
 
     def as_row(self) -> tuple:
+        """The row as SQLite binds it: every value through :func:`_to_db`."""
         return (
-            self.serial,
-            self.ts,
-            self.life_left_ratio,
-            self.host_written_bytes,
-            self.nand_written_bytes,
-            self.bad_block_ratio,
-            self.power_on_seconds,
-            self.bad_blocks,
-            self.media_errors,
+            str(self.serial),
+            float(self.ts),
+            _to_db(self.life_left_ratio),
+            _to_db(self.host_written_bytes),
+            _to_db(self.nand_written_bytes),
+            _to_db(self.bad_block_ratio),
+            _to_db(self.power_on_seconds),
+            _to_db(self.bad_blocks),
+            _to_db(self.media_errors),
         )
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> Sample:
+        return cls(row[0], float(row[1]), *(_from_db(v) for v in row[2:]))
+
+
+# SQLite's INTEGER storage class: a signed 64-bit integer.
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _to_db(value: object) -> object:
+    """A sample value as SQLite can store it without error or loss.
+
+    Integers outside the signed 64-bit range become a BLOB of their decimal digits: SQLite
+    would refuse them (OverflowError at bind), and a TEXT or REAL value in an INTEGER column
+    would be converted to a rounded REAL by column affinity; a BLOB is stored as given.
+    """
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        return str(value).encode("ascii")
+    return value  # float or str; any other type is refused by SQLite and isolated by _flush
+
+
+def _from_db(value: object) -> object:
+    """The inverse of :func:`_to_db`."""
+    if isinstance(value, bytes):
+        try:
+            return int(value.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            return None  # not ours: an unreadable value is absent, not zero
+    return value
 
 
 def bad_blocks_of(reading: DriveReading) -> Optional[int]:
@@ -350,6 +426,11 @@ class History:
         self.errors_total = 0
         self.last_error: Optional[str] = None
         self.in_memory = path is None
+        # rows SQLite refused, by reason (see _drop_reason); each also counts in errors_total
+        self.dropped_total: Dict[str, int] = {}
+        self._logged_drops: Set[str] = set()
+        # set by the owner when it asked for a file and could not even create its directory
+        self.lost_file = False
 
         conn = None
         if path is not None:
@@ -548,31 +629,36 @@ class History:
 
     def record(self, serial: str, ts: float, reading: DriveReading) -> None:
         """Store one reading unless the drive already has a sample less than
-        ``min_interval_seconds`` old (or newer: a clock that went back). Never raises on
-        storage errors."""
+        ``min_interval_seconds`` old (or newer: a clock that went back). Never raises: a
+        storage error keeps the sample in memory, a value SQLite refuses costs only its row
+        (see the module's failure policy)."""
         with self._lock:
             if self._closed:
                 return
-            last = self._last_ts.get(serial)
-            if last is None:
-                last = self._newest_ts(serial)
-            if last is not None and ts - last < self.min_interval_seconds:
-                return
-            self._pending.append(
-                Sample(
-                    serial=serial,
-                    ts=float(ts),
-                    life_left_ratio=reading.life_left_ratio,
-                    host_written_bytes=reading.host_written_bytes,
-                    nand_written_bytes=reading.nand_written_bytes,
-                    bad_block_ratio=reading.bad_block_ratio,
-                    power_on_seconds=reading.power_on_seconds,
-                    bad_blocks=bad_blocks_of(reading),
-                    media_errors=reading.media_errors,
+            try:
+                last = self._last_ts.get(serial)
+                if last is None:
+                    last = self._newest_ts(serial)
+                if last is not None and ts - last < self.min_interval_seconds:
+                    return
+                self._pending.append(
+                    Sample(
+                        serial=serial,
+                        ts=float(ts),
+                        life_left_ratio=reading.life_left_ratio,
+                        host_written_bytes=reading.host_written_bytes,
+                        nand_written_bytes=reading.nand_written_bytes,
+                        bad_block_ratio=reading.bad_block_ratio,
+                        power_on_seconds=reading.power_on_seconds,
+                        bad_blocks=bad_blocks_of(reading),
+                        media_errors=reading.media_errors,
+                    )
                 )
-            )
-            self._last_ts[serial] = float(ts)
-            self._flush()
+                self._last_ts[serial] = float(ts)
+                self._flush()
+            except Exception as exc:  # a bug here must cost a sample, never the collector
+                self._note_error(exc)
+                self.healthy = False
 
     def _flush(self) -> None:
         if not self._pending:
@@ -580,14 +666,18 @@ class History:
         serials = sorted({s.serial for s in self._pending})
         cutoff = self._clock() - self.retention_seconds
         conn = self._conn
+        refused: List[Tuple[Sample, BaseException]] = []
         try:
             if not self._schema_current:
                 self._upgrade(conn)  # the file was not writable at open, or the disk was full
             with _immediate(conn):
-                conn.executemany(
-                    f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [s.as_row() for s in self._pending],
-                )
+                # Row by row inside one transaction: a value SQLite refuses fails before its
+                # statement changes anything, so it costs that row only.
+                for sample in self._pending:
+                    try:
+                        conn.execute(_INSERT, sample.as_row())
+                    except _ROW_ERRORS as exc:
+                        refused.append((sample, exc))
                 conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
                 for serial in serials:
                     # keep the newest max_rows_per_drive rows; a NULL bound deletes nothing
@@ -601,11 +691,39 @@ class History:
             self._note_error(exc)
             if not self.in_memory:
                 self.healthy = False
+            # A refused row will be refused again: drop it now, whatever became of the rest.
+            self._drop(refused)
             self._bound_pending(cutoff)
             return
         self._pending.clear()
-        if not self.in_memory and self.moved_aside is None:
-            self.healthy = True
+        self._drop(refused)
+        # Healthy: the storage works. A dropped row is not a storage fault; the poller fails
+        # the history collector for the run that dropped one (Poller._note_history).
+        self.healthy = not self._storage_lost()
+
+    def _storage_lost(self) -> bool:
+        """Asked for a file and writing somewhere else (memory) instead."""
+        return self.lost_file or self.moved_aside is not None or (self.path is not None and self.in_memory)
+
+    def _drop(self, refused: Sequence[Tuple[Sample, BaseException]]) -> None:
+        """Count and log (once per reason) rows SQLite refused, and forget them."""
+        if not refused:
+            return
+        gone = {id(sample) for sample, _ in refused}
+        self._pending = [s for s in self._pending if id(s) not in gone]
+        for sample, exc in refused:
+            reason = _drop_reason(exc)
+            self.dropped_total[reason] = self.dropped_total.get(reason, 0) + 1
+            self.errors_total += 1
+            self.last_error = f"sample of {sample.serial} at {sample.ts:.0f} dropped: {exc}"
+            if reason not in self._logged_drops:
+                self._logged_drops.add(reason)
+                log.error(
+                    "history: dropped the sample of %s at %.0f (%s: %s); the other samples are "
+                    "kept (counted in ssd_history_samples_dropped_total{reason=\"%s\"}, "
+                    "logged once per reason)",
+                    sample.serial, sample.ts, type(exc).__name__, exc, reason,
+                )
 
     def _bound_pending(self, cutoff: float) -> None:
         """Apply retention and the row cap to the unwritten buffer, so a disk that stays
@@ -652,7 +770,8 @@ class History:
                         query += " AND ts >= ?"
                         args = (serial, lower)
                     for row in self._conn.execute(query + " ORDER BY ts", args):
-                        found[row[1]] = Sample(*row)
+                        sample = Sample.from_row(row)
+                        found[sample.ts] = sample
                 except sqlite3.Error as exc:
                     self._note_error(exc)
             for s in self._pending:

@@ -765,3 +765,97 @@ def test_poller_writes_while_http_reads(tmp_path):
     h.close()
     h.close()  # idempotent
     h.record("S1", T0 + 5000 * HOUR, drive(host=1))  # after close: ignored, no raise
+
+
+# -- any integer a tool prints is stored (issue 13, item 1) ------------------------------
+
+HUGE = (2**63, 2**64 - 1, 10**29, -(2**63) - 1, 2**63 - 1, -(2**63))
+
+
+@pytest.mark.parametrize("value", HUGE)
+def test_any_integer_is_stored_losslessly_and_survives_a_restart(tmp_path, value):
+    path = tmp_path / "h.sqlite"
+    clock = Clock()
+    with History(str(path), clock=clock) as h:
+        h.record("S1", T0, drive(host=value, nand=value, poh=value))
+        assert h.healthy and h.pending_count == 0 and h.dropped_total == {}
+    with History(str(path), clock=clock) as h:
+        (s,) = h.samples("S1")
+        assert (s.host_written_bytes, s.nand_written_bytes, s.power_on_seconds) == (value, value, value)
+        assert type(s.host_written_bytes) is int
+    assert rows_on_disk(path) == 1
+
+
+def test_nan_is_not_reported_and_infinity_is_kept(tmp_path):
+    with History(str(tmp_path / "h.sqlite"), clock=Clock()) as h:
+        h.record("S1", T0, drive(life=float("nan"), bad=float("inf")))
+        (s,) = h.samples("S1")
+        assert s.life_left_ratio is None and s.bad_block_ratio == float("inf")
+
+
+def test_a_row_sqlite_refuses_costs_that_row_only(tmp_path, caplog):
+    """A value of a type SQLite cannot bind (a parser bug) is dropped with a counted reason and
+    one log line; the same flush writes every other drive's sample, and nothing stays queued
+    to fail the next flush."""
+    path = tmp_path / "h.sqlite"
+    clock = Clock()
+    h = History(str(path), clock=clock)
+    bad = drive(host=1000).replace(serial="BAD", host_written_bytes=complex(1, 2))
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        for i in range(3):
+            now = T0 + i * HOUR
+            h.record("GOOD1", now, drive(host=1000 + i))
+            h.record("BAD", now, bad)
+            h.record("GOOD2", now, drive(host=2**64 + i))
+            assert h.pending_count == 0
+    assert h.dropped_total == {"unsupported_type": 3}
+    assert h.errors_total == 3
+    assert h.healthy  # the storage is fine; the poller fails the run that dropped (below)
+    h.close()
+    assert rows_on_disk(path) == 6
+    drops = [r for r in caplog.records if "dropped the sample of BAD" in r.getMessage()]
+    assert len(drops) == 1, "logged once per reason, not once per cycle"
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_poller_stores_an_all_ones_nvme_counter_and_stays_healthy(tmp_path):
+    """The issue's case end to end: an NVMe data_units_written of all ones from the real
+    capture. Every drive keeps its history; ssd_history_healthy and the smartctl collector are
+    1; the counter reads back exactly."""
+    from agent.metrics import make_registry
+    from agent.poller import Poller
+    from tests.fakehost import build_default_host
+
+    host = build_default_host(tmp_path)
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
+    doc["nvme_smart_health_information_log"]["data_units_written"] = 2**64 - 1
+    host.set_response("smartctl", "nvme0", json.dumps(doc))
+    config = host.config(history=True, state_dir=str(tmp_path / "state"))
+    poller = Poller(config)
+    try:
+        for _ in range(2):
+            poller.poll_once()
+        registry = make_registry(poller.snapshot)
+        assert registry.get_sample_value("ssd_history_healthy") == 1
+        assert registry.get_sample_value("ssd_collector_success", {"collector": "smartctl"}) == 1
+        assert registry.get_sample_value("ssd_history_samples_dropped_total", {"reason": "out_of_range"}) == 0
+        serials = poller.history.serials()
+        assert len(serials) == 4
+        nvme = [s for s in serials if poller.history.samples(s)[0].host_written_bytes
+                and poller.history.samples(s)[0].host_written_bytes > 2**64]
+        assert nvme, "the all-ones counter was not stored as it is"
+    finally:
+        poller.stop()
+
+
+def test_collect_with_an_all_ones_counter_prints_the_table(tmp_path):
+    from tests.fakehost import build_default_host
+
+    host = build_default_host(tmp_path)
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
+    doc["nvme_smart_health_information_log"]["data_units_written"] = 2**64 - 1
+    host.set_response("smartctl", "nvme0", json.dumps(doc))
+    r = subprocess.run([sys.executable, "-m", "agent", "collect"] + host.config_args(),
+                       capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "nvme0" in r.stdout and "Traceback" not in r.stderr
