@@ -301,15 +301,22 @@ class Poller:
                     log.exception("snapshot listener %r failed", fn)
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop the sources, wait up to ``timeout`` in all for their threads, then flush and
+        close the history. A thread still busy then (a hung sysfs read) is left behind: it is
+        a daemon thread and its source writes nothing more."""
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self._discover_soon.set()
         self._published.set()
         self._smart_first_pass.set()
         with self._lock:
             self._idle.notify_all()
-        for t in self._threads:
-            t.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        left = [t.name for t in self._threads if t.is_alive()]
+        if left:
+            log.warning("stopping: %s still busy after %.1fs; not waiting for them", ", ".join(left), timeout)
         self.history.close()
 
     def _loop(self, name: str, interval: float, fn: Callable[[], None], run_now: bool) -> None:
@@ -572,7 +579,10 @@ class Poller:
                 continue
             if self._stop.is_set():
                 break
-            futures[t.key] = self._executor.submit(self._read_smart, t, use_json)
+            try:
+                futures[t.key] = self._executor.submit(self._read_smart, t, use_json)
+            except RuntimeError:  # the executor was shut down: the poller is stopping
+                break
         with self._lock:
             self._smart_inflight.update(futures)
         done, _ = wait_futures(list(futures.values()), timeout=budget)
