@@ -62,7 +62,7 @@ class _SharedView:
         self._compute = compute
         self._executor = executor
         self._clock = clock
-        self._current: Optional[Tuple[Snapshot, float, "asyncio.Future[bytes]"]] = None
+        self._current: Optional[Tuple[Snapshot, float, asyncio.Future[bytes]]] = None
 
     async def get(self, snap: Snapshot) -> bytes:
         now = self._clock()

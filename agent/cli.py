@@ -107,7 +107,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
     _simulated(args)
     config = _config(args)
     _setup_logging(config.log_level)
-    import uvicorn
 
     from agent import memory, webconfig
     from agent.api import create_app

@@ -41,7 +41,10 @@ DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 512
 # File descriptors kept for the agent itself (history, tool pipes, the probe helper's socket)
 # when the connection cap is derived from RLIMIT_NOFILE.
-FD_RESERVE = 128
+FD_RESERVE = 256
+# Connections asyncio accepts in one go before any of them runs (uvicorn's backlog is also the
+# accept batch): kept small so the cap acts before a burst can use up the descriptors.
+ACCEPT_BACKLOG = 64
 # How far the agent raises its own soft RLIMIT_NOFILE (never past the hard limit).
 WANTED_NOFILE = 8192
 
@@ -157,12 +160,13 @@ class LimitedH11Protocol(H11Protocol):
         self.connections.discard(self)
 
 
-def server_config(app: Any, base: "uvicorn.Config", request_timeout: float, max_connections: int) -> None:
+def server_config(app: Any, base: uvicorn.Config, request_timeout: float, max_connections: int) -> None:
     """Make ``base`` (a uvicorn.Config not yet loaded) use the limited protocol."""
     limits = _Limits(request_timeout, max_connections)
     protocol = type("AgentH11Protocol", (LimitedH11Protocol,), {"limits": limits})
     base.http = protocol
     base.server_header = False
+    base.backlog = ACCEPT_BACKLOG
     base.timeout_graceful_shutdown = 3
     base.limits = limits  # type: ignore[attr-defined]
 
@@ -170,7 +174,7 @@ def server_config(app: Any, base: "uvicorn.Config", request_timeout: float, max_
 class AgentServer(uvicorn.Server):
     """uvicorn's Server, stopped by SIGTERM/SIGINT without re-raising the signal."""
 
-    def __init__(self, config: "uvicorn.Config") -> None:
+    def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.stop_signal: Optional[int] = None
 
@@ -203,7 +207,9 @@ class AgentServer(uvicorn.Server):
 
 
 class _RepeatFilter(logging.Filter):
-    """One record per distinct message a minute; the traceback only the first time."""
+    """One record per distinct message a minute, each on one line: the exception's type and
+    message instead of its traceback (these are the event loop's and uvicorn's reports of
+    what clients did, not bugs of ours)."""
 
     def __init__(self, period: float = 60.0) -> None:
         super().__init__()
@@ -222,16 +228,21 @@ class _RepeatFilter(logging.Filter):
             if last is not None and now - last < self.period:
                 self._suppressed[key] = self._suppressed.get(key, 0) + 1
                 return False
-            first = last is None
             self._seen[key] = now
             suppressed = self._suppressed.pop(key, 0)
             if len(self._seen) > 1000:
                 self._seen.clear()
-        if not first:
-            record.exc_info = None
-            record.exc_text = None
-            if suppressed:
-                record.msg = f"{record.msg!s} (and {suppressed} more like it in the last minute)"
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        if suppressed:
+            text += f" (and {suppressed} more like it in the last minute)"
+        record.msg = text.replace("\n", " | ")
+        record.args = ()
+        record.exc_info = None
+        record.exc_text = None
+        record.stack_info = None
         return True
 
 

@@ -651,6 +651,10 @@ class _SuccessCache:
         return len(self._entries)
 
 
+class _Busy(Exception):
+    """Too many bcrypt checks waiting: answer 503 now."""
+
+
 class BasicAuthMiddleware:
     """Pure ASGI middleware requiring HTTP basic auth checked against bcrypt hashes.
 
@@ -663,7 +667,10 @@ class BasicAuthMiddleware:
       and stored hash, so a scrape every 15 s costs one bcrypt per process, not one per scrape.
       Failures are not cached: each wrong guess costs the guesser a full bcrypt.
     - bcrypt runs in a worker thread, one at a time (as exporter-toolkit's mutex does), so the
-      event loop keeps serving while a hash is checked.
+      event loop keeps serving while a hash is checked. At most ``bcrypt_queue`` checks wait;
+      more unverified logins get ``503`` with ``Retry-After`` at once, so a flood of wrong
+      passwords cannot hold connections or delay a scraper whose credentials are cached.
+      A wrong guess repeated is refused from a bounded cache without another bcrypt.
     - ``exempt_paths`` are matched exactly. The default leaves ``/healthz`` open so liveness
       checks (systemd, load balancers, orchestrators) need no secret; it must say only "up".
     - Lifespan events pass straight through; WebSocket connections without credentials are
@@ -677,6 +684,7 @@ class BasicAuthMiddleware:
         realm: str = "ssdfleet",
         exempt_paths: Iterable[str] = ("/healthz",),
         cache_size: int = 64,
+        bcrypt_queue: int = 8,
     ) -> None:
         if not realm or any(c in realm for c in '"\\') or not realm.isprintable():
             raise ValueError(f"realm {realm!r} must be printable and contain no quotes or backslashes")
@@ -687,6 +695,11 @@ class BasicAuthMiddleware:
         self._exempt = frozenset(exempt_paths)
         self._challenge = f'Basic realm="{realm}"'.encode("latin-1")
         self._cache = _SuccessCache(cache_size)
+        # Wrong guesses already checked (same key: user, password, hash). Repeating one costs
+        # nothing; each new guess still costs a full bcrypt.
+        self._refused = _SuccessCache(1024)
+        self._bcrypt_waiting = 0  # checks queued or running (event loop only: no lock needed)
+        self._bcrypt_queue = bcrypt_queue
         # Requests waiting for bcrypt wait here, not in anyio's shared thread pool, so a burst
         # of bad logins cannot take the threads that sync endpoints run in.
         self._bcrypt_limiter = anyio.CapacityLimiter(1)
@@ -699,7 +712,20 @@ class BasicAuthMiddleware:
         if scope["type"] not in ("http", "websocket") or scope.get("path") in self._exempt:
             await self.app(scope, receive, send)
             return
-        if await self._authenticated(scope):
+        try:
+            authenticated = await self._authenticated(scope)
+        except _Busy:
+            # More unverified logins queued than bcrypt can check in time: answer at once
+            # rather than hold the connection (credentials already accepted never get here).
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1013})
+                return
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"retry-after", b"1"), (b"content-length", b"5")]})
+            await send({"type": "http.response.body", "body": b"Busy\n"})
+            return
+        if authenticated:
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
@@ -738,11 +764,21 @@ class BasicAuthMiddleware:
         if stored is not None and key in self._cache:
             return True
 
+        if key in self._refused:
+            return False  # the same wrong guess again: it already cost one bcrypt
+        if self._bcrypt_waiting >= self._bcrypt_queue:
+            raise _Busy()
         candidate = stored if stored is not None else self._dummy_hash
-        matched = await anyio.to_thread.run_sync(self._checkpw, password_bytes, candidate, limiter=self._bcrypt_limiter)
+        self._bcrypt_waiting += 1
+        try:
+            matched = await anyio.to_thread.run_sync(self._checkpw, password_bytes, candidate,
+                                                     limiter=self._bcrypt_limiter)
+        finally:
+            self._bcrypt_waiting -= 1
         if matched and stored is not None:
             self._cache.add(key)
             return True
+        self._refused.add(key)
         return False
 
     def _checkpw(self, password: bytes, hashed: bytes) -> bool:

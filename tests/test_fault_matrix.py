@@ -11,12 +11,9 @@ tests/test_faults.py with the same checks.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sqlite3
-import ssl
-import subprocess
 import sys
 import threading
 import time
@@ -28,7 +25,7 @@ from typing import Dict, List, Optional
 import psutil
 import pytest
 
-from tests.conftest import ROOT, read_fixture
+from tests.conftest import read_fixture
 from tests.fakehost import AgentProcess, FakeHost, build_default_host
 from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
 
@@ -149,3 +146,198 @@ def test_sigterm_stops_cleanly_flushes_history_and_ends_tools_in_flight(host):
     assert "Traceback" not in log
     stored = rows(host.state / "history.sqlite")
     assert {SDA_SERIAL, NVME0_SERIAL, SHANNON_SERIAL} <= set(stored), stored
+
+
+# -- item 2: idle and half-sent connections ----------------------------------------------
+
+
+def _fresh(agent: AgentProcess, bound: float = 6.0) -> None:
+    s = scrape(agent)
+    for serial in HEALTHY:
+        age = value(s, "ssd_data_age_seconds", serial=serial)
+        assert age is not None and age < bound, (serial, age)
+
+
+def test_a_flood_of_half_sent_connections_cannot_take_the_agent_down(host):
+    """1,100 connections that each send half a request head, against an agent whose open-file
+    limit is the plain 1,024 (set on the running process, as a unit without LimitNOFILE
+    would leave it): the scrape answers within 1 s throughout, the poller keeps every drive
+    fresh, the half-sent connections are closed at the request deadline, and the log says so
+    in a few lines."""
+    agent = start(host, config={"http_request_timeout_seconds": 3})
+    socks: List[socket.socket] = []
+    try:
+        psutil.Process(agent.proc.pid).rlimit(psutil.RLIMIT_NOFILE, (1024, 1024))
+        with Scraper(agent) as scraper:
+            for _ in range(1100):
+                s = socket.create_connection(("127.0.0.1", agent.port), timeout=5)
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # never finished
+                socks.append(s)
+            time.sleep(1.0)
+            _fresh(agent)
+            time.sleep(3.5)  # past the request deadline
+            _fresh(agent)
+        scraper.check()
+        closed = 0
+        for s in socks:
+            s.settimeout(0.01)
+            try:
+                closed += s.recv(1) == b""
+            except (socket.timeout, ConnectionResetError):
+                closed += isinstance(sys.exc_info()[1], ConnectionResetError)
+        print(f"  {closed} of {len(socks)} half-sent connections closed by the agent")
+        assert closed == len(socks)
+        _fresh(agent)
+        log = agent.log()
+        assert "Traceback" not in log
+        assert len(log.encode()) < 20_000
+        assert 1 <= log.count("connections open (the cap)") <= 4
+        assert 1 <= log.count("sent no complete request") <= 2
+    finally:
+        for s in socks:
+            s.close()
+        agent.stop()
+
+
+def test_a_byte_every_second_does_not_hold_a_connection_past_the_deadline(host):
+    agent = start(host, config={"http_request_timeout_seconds": 2})
+    try:
+        s = socket.create_connection(("127.0.0.1", agent.port), timeout=5)
+        started = time.monotonic()
+        request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 100
+        closed_after = None
+        for byte in request:
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                closed_after = time.monotonic() - started
+                break
+            s.settimeout(0.01)
+            try:
+                if s.recv(1) == b"":
+                    closed_after = time.monotonic() - started
+                    break
+            except socket.timeout:
+                pass
+            time.sleep(0.5)
+        s.close()
+        print(f"  trickling connection closed after {closed_after}s")
+        assert closed_after is not None and closed_after < 4.0
+    finally:
+        agent.stop()
+
+
+# -- item 3: the page and the API never starve /metrics ----------------------------------
+
+
+def seed_history(host: FakeHost, per_drive: int = 10_000) -> None:
+    """A history file with ``per_drive`` samples for each default drive, ten minutes apart."""
+    from agent.history import History
+
+    path = host.state / "history.sqlite"
+    History(str(path)).close()
+    now = time.time()
+    conn = sqlite3.connect(str(path))
+    with conn:
+        for n, serial in enumerate(HEALTHY + ("S466NX0M776250H",)):
+            conn.executemany(
+                "INSERT INTO samples (serial, ts, life_left_ratio, host_written_bytes) VALUES (?, ?, ?, ?)",
+                [(serial, now - (per_drive - i) * 600.0, 0.9 - i * 1e-6, 10**12 + i * 10**7)
+                 for i in range(per_drive)])
+    conn.close()
+
+
+def test_forty_page_and_api_clients_do_not_slow_the_scrape(host):
+    seed_history(host)
+    agent = start(host)
+    stop = threading.Event()
+    served = {"/": 0, "/api/v1/drives": 0}
+    errors: List[str] = []
+
+    def browse(path: str) -> None:
+        while not stop.is_set():
+            try:
+                agent.get(path, timeout=30)
+                served[path] += 1
+            except OSError as exc:
+                errors.append(str(exc))
+
+    try:
+        t0 = time.monotonic()
+        agent.get("/api/v1/drives", timeout=30)
+        one = time.monotonic() - t0
+        clients = [threading.Thread(target=browse, args=(p,), daemon=True)
+                   for p in ["/", "/api/v1/drives"] * 20]
+        with Scraper(agent) as scraper:
+            for c in clients:
+                c.start()
+            time.sleep(6.0)
+            stop.set()
+            for c in clients:
+                c.join(30)
+        print(f"  one /api/v1/drives with 10k samples a drive: {one:.2f}s; served {served}")
+        scraper.check()
+        assert not errors, errors[:3]
+        assert served["/"] > 0 and served["/api/v1/drives"] > 0
+    finally:
+        stop.set()
+        agent.stop()
+
+
+# -- item 10 (part): bcrypt ------------------------------------------------------------------
+
+
+def test_fifty_wrong_password_clients_do_not_delay_a_scrape(host):
+    import bcrypt
+
+    from tests.test_webconfig import basic
+
+    hashed = bcrypt.hashpw(b"scrape-secret", bcrypt.gensalt(10)).decode()
+    web = host.root / "web.yml"
+    web.write_text(f"basic_auth_users:\n  prometheus: {hashed}\n")
+    args = ["--interval.smartctl", "0.5", "--tool-timeout", "3", "--web-config", str(web)]
+    agent = AgentProcess(host, args)
+    agent.wait_ready()
+    good = {"Authorization": basic("prometheus", "scrape-secret")}
+
+    def get(headers, timeout=10.0) -> int:
+        req = urllib.request.Request(agent.url + "/metrics", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                r.read()
+                return r.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    stop = threading.Event()
+    codes: Dict[int, int] = {}
+
+    def guess(n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            code = get({"Authorization": basic("prometheus", f"guess-{n}-{i}")})
+            codes[code] = codes.get(code, 0) + 1
+
+    try:
+        assert get(good) == 200  # Prometheus has scraped before the flood starts
+        guessers = [threading.Thread(target=guess, args=(n,), daemon=True) for n in range(50)]
+        for g in guessers:
+            g.start()
+        times = []
+        for _ in range(20):
+            t0 = time.monotonic()
+            assert get(good, timeout=SCRAPE_BOUND * 3) == 200
+            times.append(time.monotonic() - t0)
+            time.sleep(0.2)
+        stop.set()
+        for g in guessers:
+            g.join(15)
+        print(f"  authenticated scrapes during 50 guessers: slowest {max(times) * 1000:.0f} ms; "
+              f"guessers got {codes}")
+        assert max(times) < SCRAPE_BOUND
+        assert set(codes) <= {401, 503}
+        assert "Traceback" not in agent.log()
+    finally:
+        stop.set()
+        agent.stop()
