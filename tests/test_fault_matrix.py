@@ -239,7 +239,7 @@ def seed_history(host: FakeHost, per_drive: int = 10_000) -> None:
     now = time.time()
     conn = sqlite3.connect(str(path))
     with conn:
-        for n, serial in enumerate(HEALTHY + ("S466NX0M776250H",)):
+        for serial in HEALTHY + ("S466NX0M776250H",):
             conn.executemany(
                 "INSERT INTO samples (serial, ts, life_left_ratio, host_written_bytes) VALUES (?, ?, ?, ?)",
                 [(serial, now - (per_drive - i) * 600.0, 0.9 - i * 1e-6, 10**12 + i * 10**7)
