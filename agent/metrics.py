@@ -180,6 +180,10 @@ def drive_families(drives: Iterable[Drive]) -> List:
             ],
             1.0,
         )
+        # 1: no health tool (smartctl, shannon-status) has answered for this drive: its health
+        # is unknown, which the status page and `ssdfleet status` show as a warning.
+        gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
+              0.0 if any(c in d.last_poll for c in _HEALTH_COLLECTORS) else 1.0)
         gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
         gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
         gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)

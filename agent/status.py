@@ -4,7 +4,8 @@ It asks the running agent's ``/api/v1/drives`` when one answers, so it shows the
 Prometheus and the ``/`` page see (with history-based projections and the drive's history);
 otherwise it polls once by itself and says so. The exit code follows the Nagios plugin
 convention (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN when no drive's health could be read) so
-it can run from cron or an existing monitoring system.
+it can run from cron or an existing monitoring system. A drive without health data is a
+warning (its health is unknown), so a host where most drives cannot be read is never "OK".
 
 Everything here works on the JSON form of :class:`agent.views.DriveView` (a dict), whether
 it came over HTTP or from a local poll, so both paths print the same thing.
@@ -597,11 +598,11 @@ def local_poll(config) -> Dict[str, Any]:
 
 
 def overall(drives: List[Dict[str, Any]]) -> str:
-    """Worst severity of the drives that could be read; unknown when none could."""
-    readable = [d for d in drives if has_health_data(d)]
-    if not readable:
+    """Worst severity of all drives (a drive without health data is a warning); unknown when
+    no drive could be read at all."""
+    if not any(has_health_data(d) for d in drives):
         return UNKNOWN
-    return max((d.get("severity") or OK for d in readable), key=severity_rank)
+    return max((d.get("severity") or OK for d in drives), key=severity_rank)
 
 
 def _agent_url(args, config) -> str:

@@ -14,6 +14,7 @@ import json
 import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -25,7 +26,7 @@ from typing import Dict, List, Optional
 import psutil
 import pytest
 
-from tests.conftest import read_fixture
+from tests.conftest import ROOT, read_fixture
 from tests.fakehost import AgentProcess, FakeHost, build_default_host
 from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
 
@@ -340,4 +341,36 @@ def test_fifty_wrong_password_clients_do_not_delay_a_scrape(host):
         assert "Traceback" not in agent.log()
     finally:
         stop.set()
+        agent.stop()
+
+
+# -- item 4: unreadable drives are a warning, not OK -------------------------------------------
+
+
+def test_drives_smartctl_cannot_read_are_a_warning_in_status_page_and_metrics(host):
+    from tests.test_faults import no_data_output, scan_json
+
+    unreadable = [f"sd{c}" for c in "bcdefghi"]
+    host.set_response("smartctl", "scan", scan_json(unreadable))
+    for dev in unreadable:
+        host.block_device(dev, 976773168, model="Samsung SSD 860 EVO 500GB", serial=f"UNREAD-{dev}")
+        host.set_response("smartctl", dev, no_data_output(2, f"Smartctl open device: /dev/{dev} failed: INQUIRY failed"),
+                          exit_code=2)
+    agent = start(host)
+    try:
+        s = wait_for(lambda: (lambda s: s if value(s, "ssd_health_data_missing", serial="UNREAD-sdb") == 1
+                              else None)(scrape(agent)))
+        assert value(s, "ssd_health_data_missing", serial=SDA_SERIAL) == 0
+        assert sum(1 for (n, _), v in s.items() if n == "ssd_health_data_missing" and v == 1) == len(unreadable)
+        assert value(s, "ssd_collector_success", collector="smartctl") == 0
+        r = subprocess.run([sys.executable, "-m", "agent", "status", "--url", agent.url, "--color", "never"],
+                           capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+        print("  " + r.stdout.strip().splitlines()[-1])
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert r.stdout.strip().splitlines()[-1].startswith("WARNING:")
+        assert "8 without health data" in r.stdout
+        page = agent.get("/").decode()
+        assert page.count('data-severity="warning"') >= len(unreadable)
+        assert "no health data" in page
+    finally:
         agent.stop()
