@@ -328,7 +328,7 @@ def _good_file(path: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
-def test_damaged_file_is_moved_aside_and_history_runs_in_memory(tmp_path, caplog, damage):
+def test_damaged_file_is_moved_aside_its_rows_recovered_and_history_goes_on_in_a_new_file(tmp_path, caplog, damage):
     path = str(tmp_path / "h.sqlite")
     if damage == "truncated":
         _good_file(path)
@@ -346,19 +346,26 @@ def test_damaged_file_is_moved_aside_and_history_runs_in_memory(tmp_path, caplog
     clock = Clock(T0 + 500 * HOUR)
     with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
         h = History(path, clock=clock)
-    assert h.healthy is False and h.in_memory
+    # recording goes on in a new file at the same path, on disk
+    assert h.healthy is True and not h.in_memory
     assert h.moved_aside == f"{path}.corrupt-{int(clock.now)}"
     assert open(h.moved_aside, "rb").read() == damaged  # kept for a post-mortem
-    assert not os.path.exists(path)
+    assert os.path.exists(path)
     if damage == "garbage":
-        assert os.path.exists(h.moved_aside + "-wal") and not os.path.exists(path + "-wal")
+        assert os.path.exists(h.moved_aside + "-wal")
+        assert h.recovered_rows == 0
+    else:
+        # the rows in the surviving half of the table are copied into the new file
+        assert 0 < h.recovered_rows < 1200
     assert any("moved it to" in r.getMessage() for r in caplog.records)
     assert h.errors_total >= 1
+    recovered = h.recovered_rows
 
     fill(h, "A", clock.now - 10 * HOUR, 5)
-    assert len(h.samples("A")) == 5
+    assert len([s for s in h.samples("A") if s.ts >= clock.now - 10 * HOUR]) == 5
     assert h.write_rate("A", clock.now) == pytest.approx(1e6)
     h.close()
+    assert rows_on_disk(path) == recovered + 5
 
 
 def test_locked_file_at_open_is_left_alone(tmp_path):
@@ -859,3 +866,119 @@ def test_collect_with_an_all_ones_counter_prints_the_table(tmp_path):
                        capture_output=True, text=True, cwd=str(ROOT), timeout=60)
     assert r.returncode == 0, r.stderr
     assert "nvme0" in r.stdout and "Traceback" not in r.stderr
+
+
+# -- recover what can be read, keep recording to a file (issue 13, item 6) -----------------
+
+
+def test_one_damaged_index_page_costs_no_rows(tmp_path, caplog):
+    """90,000 rows, and the root page of the time index overwritten: the file is moved aside,
+    every row is read from the table (which is intact) into a new file, and recording goes
+    on there."""
+    path = str(tmp_path / "h.sqlite")
+    History(path).close()
+    conn = sqlite3.connect(path)
+    with conn:
+        for n in range(5):
+            conn.executemany("INSERT INTO samples (serial, ts, host_written_bytes) VALUES (?, ?, ?)",
+                             [(f"D{n}", T0 + i * 600.0, i * 1000) for i in range(18_000)])
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'samples_ts'").fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(path, "r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(os.urandom(page_size))
+    clock = Clock(T0 + 18_000 * 600.0)
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        h = History(path, clock=clock)
+    assert h.moved_aside and os.path.exists(h.moved_aside)
+    assert h.recovered_rows == 90_000
+    assert h.healthy and not h.in_memory
+    h.record("D0", clock.now + 600, drive(host=10**9))
+    h.close()
+    assert rows_on_disk(path) == 90_001
+    assert sum("recovered 90000 of its rows" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_fifo_as_the_history_file_does_not_hang_the_start(tmp_path, caplog):
+    path = tmp_path / "history.sqlite"
+    os.mkfifo(path)
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        h = History(str(path), clock=Clock(T0))
+    assert h.in_memory and not h.healthy
+    h.record("S1", T0, drive(host=1))
+    assert len(h.samples("S1")) == 1
+    h.close()
+    assert any("not a regular file" in r.getMessage() for r in caplog.records)
+
+
+_FULL_AT_START_CHILD = r"""
+import json, os, resource, signal, sys
+from agent.history import History
+from agent.model import DriveReading
+path = sys.argv[1]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+# the disk is full before the agent starts: no file may grow, the -shm cannot be created
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+h = History(path, clock=lambda: 1_700_000_000.0 + 1000 * 3600, reopen_interval_seconds=0)
+at_start = {"healthy": h.healthy, "old": len(h.samples("OLD"))}
+for i in range(3):
+    h.record("NEW", 1_700_000_000.0 + (901 + i) * 3600, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=i))
+while_full = {"healthy": h.healthy, "pending": h.pending_count, "old": len(h.samples("OLD"))}
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))  # space again
+h.record("NEW", 1_700_000_000.0 + 910 * 3600, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=9))
+after = {"healthy": h.healthy, "pending": h.pending_count}
+h.close()
+print(json.dumps({"at_start": at_start, "while_full": while_full, "after": after}), flush=True)
+"""
+
+
+def test_full_disk_at_start_keeps_the_old_rows_and_writes_once_there_is_space(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    with History(path, clock=Clock(T0 + 900 * HOUR)) as h:
+        fill(h, "OLD", T0, 900)
+    os.remove(path + "-shm") if os.path.exists(path + "-shm") else None
+    out = subprocess.run([sys.executable, "-c", _FULL_AT_START_CHILD, path], capture_output=True,
+                         env=child_env(), timeout=120)
+    assert out.returncode == 0, out.stderr.decode()
+    result = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert result["at_start"] == {"healthy": False, "old": 900}, result
+    assert result["while_full"] == {"healthy": False, "pending": 3, "old": 900}, result
+    assert result["after"] == {"healthy": True, "pending": 0}, result
+    assert rows_on_disk(path) == 904
+
+
+_NOBODY_CHILD = r"""
+import json, os, sys
+from agent.history import History  # imported first: nobody cannot read root's Python
+from agent.model import DriveReading
+os.setgid(65534); os.setuid(65534)
+h = History(sys.argv[1], clock=lambda: 1_700_000_000.0)
+h.record("S1", 1_700_000_000.0, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=1))
+print(json.dumps({"moved_aside": h.moved_aside, "healthy": h.healthy, "samples": len(h.samples("S1"))}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a file another user cannot read")
+def test_a_valid_file_the_agent_cannot_read_is_left_alone(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(shared, 0o777)
+    path = str(shared / "h.sqlite")
+    with History(path, clock=Clock(T0 + 10 * HOUR)) as h:
+        fill(h, "A", T0, 10)
+    os.chmod(path, 0o600)  # root-owned 0600: a valid file the agent's user cannot read
+    for extra in ("-wal", "-shm"):
+        if os.path.exists(path + extra):
+            os.remove(path + extra)
+    out = subprocess.run([sys.executable, "-c", _NOBODY_CHILD, path], capture_output=True,
+                         env=child_env(), timeout=60, cwd="/")
+    if out.returncode != 0 and b"PermissionError" in out.stderr and b"setgid" in out.stderr:
+        pytest.skip("cannot switch to nobody here")
+    assert out.returncode == 0, out.stderr.decode()
+    result = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert result == {"moved_aside": None, "healthy": False, "samples": 1}, result
+    assert os.path.exists(path) and not [p for p in os.listdir(shared) if ".corrupt-" in p]
+    assert rows_on_disk(path) == 10
