@@ -20,6 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from fastapi import FastAPI
+
+# At module level: with postponed annotations FastAPI resolves a handler's return type from
+# these globals; imported inside create_app, HTMLResponse stayed an unresolved forward
+# reference and every /openapi.json failed with a 500.
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
@@ -79,6 +83,28 @@ class _SharedView:
         return await asyncio.shield(future)
 
 
+class HeadAsGet:
+    """Answer ``HEAD`` wherever ``GET`` is answered (RFC 9110 asks it of every GET resource):
+    run the GET and send its status and headers without the body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_head(message: Dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app(dict(scope, method="GET"), receive, send_head)
+
+
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
                history: Any = None, flags: Optional[FlagTracker] = None) -> FastAPI:
@@ -86,6 +112,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     /api/v1/drives, so ``ssdfleet status --drive`` can show them. The lookup uses the serials
     already in the snapshot: no request input reaches it."""
     app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
+    app.add_middleware(HeadAsGet)
     exposition = Exposition(get_snapshot, clock=clock)
     # The agent hands each new snapshot to exposition.prepare (Poller.add_listener), so a
     # scrape finds the text already rendered.
@@ -95,11 +122,11 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     app.state.views_pool = views_pool
 
     # async: served on the event loop from bytes rendered ahead, never queued behind a thread
-    @app.api_route("/metrics", methods=["GET", "HEAD"])
+    @app.get("/metrics")
     async def metrics() -> Response:
         return Response(exposition.render(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.api_route("/healthz", methods=["GET", "HEAD"])
+    @app.get("/healthz")
     async def healthz() -> Dict[str, Any]:
         snap = get_snapshot()
         return {"status": "ok", "drives": len(snap.drives), "snapshot_age_seconds": clock() - snap.created}
@@ -118,18 +145,18 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
 
     shared_drives = _SharedView(drives_json, views_pool, clock)
 
-    @app.api_route("/api/v1/drives", methods=["GET", "HEAD"], response_model=DrivesOut)
+    @app.get("/api/v1/drives", response_model=DrivesOut)
     async def drives() -> Response:
         return Response(await shared_drives.get(get_snapshot()), media_type="application/json")
 
     if page is not None:
         shared_page = _SharedView(lambda snap, now: page(snap, now).encode(), views_pool, clock)
 
-        @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse)
+        @app.get("/", response_class=HTMLResponse)
         async def index() -> Response:
             return HTMLResponse(await shared_page.get(get_snapshot()))
     else:
-        @app.api_route("/", methods=["GET", "HEAD"])
+        @app.get("/")
         async def index_plain() -> JSONResponse:
             return JSONResponse({"ssdfleet": __version__, "endpoints": ["/metrics", "/healthz", "/api/v1/drives"]})
 
