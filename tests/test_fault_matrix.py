@@ -11,6 +11,7 @@ tests/test_faults.py with the same checks.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sqlite3
@@ -372,5 +373,63 @@ def test_drives_smartctl_cannot_read_are_a_warning_in_status_page_and_metrics(ho
         page = agent.get("/").decode()
         assert page.count('data-severity="warning"') >= len(unreadable)
         assert "no health data" in page
+    finally:
+        agent.stop()
+
+
+# -- items 7, 9 and parts of 10: the HTTP surface and the terminal -------------------------------
+
+
+def status(agent: AgentProcess, *extra: str, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    full = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "agent", "status", "--url", agent.url, "--color", "never", *extra],
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=60, env=full)
+
+
+def test_openapi_head_and_no_server_header(host):
+    agent = start(host)
+    try:
+        doc = json.loads(agent.get("/openapi.json"))
+        assert {"/metrics", "/api/v1/drives", "/"} <= set(doc["paths"])
+        for path in ("/metrics", "/", "/api/v1/drives", "/healthz"):
+            req = urllib.request.Request(agent.url + path, method="HEAD")
+            with urllib.request.urlopen(req, timeout=5) as r:
+                assert r.status == 200 and r.read() == b""
+                assert r.headers.get("server") is None
+        assert "Traceback" not in agent.log()
+    finally:
+        agent.stop()
+
+
+def test_an_escape_sequence_in_a_serial_never_reaches_the_terminal(host):
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-ata-full.json"))
+    doc["serial_number"] = "EVIL\x1b]0;owned\x07\x1b[2J\u202eX"
+    host.set_response("smartctl", "sda", json.dumps(doc))
+    agent = AgentProcess(host, ["--interval.smartctl", "0.5", "--tool-timeout", "3"])
+    try:
+        agent.wait_ready()
+        wait_for(lambda: b"EVIL" in agent.get("/api/v1/drives"))
+        for extra in ((), ("--drive", "sda")):
+            r = status(agent, *extra)
+            assert "EVIL" in r.stdout, r.stdout + r.stderr
+            assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\u202e" not in r.stdout
+            assert "\\x1b]0;owned\\x07" in r.stdout
+    finally:
+        agent.stop()
+
+
+def test_status_does_not_poll_locally_behind_an_agent_that_refuses_it(host):
+    web = host.root / "web.yml"
+    web.write_bytes(read_fixture("webconfig/basic_auth.good.yml"))
+    agent = AgentProcess(host, ["--web-config", str(web), "--tool-timeout", "3"])
+    try:
+        agent.wait_ready()
+        r = status(agent)
+        assert r.returncode == 3
+        assert "answered HTTP 401" in r.stderr and "not polling locally" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        r = status(agent, env={"SSDFLEET_BASIC_AUTH": "prometheus:scrape-secret"})
+        assert r.returncode in (0, 1, 2), r.stderr
+        assert r.stdout.count("agent at") == 1
     finally:
         agent.stop()
