@@ -49,7 +49,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
         o["state_dir"] = args.state_dir
     if getattr(args, "no_history", False):
         o["history"] = False
-    if getattr(args, "tool_timeout", None):
+    if getattr(args, "tool_timeout", None) is not None:  # 0 is an error, not "unset"
         o["tool_timeout_seconds"] = args.tool_timeout
     if getattr(args, "log_level", None):
         o["log_level"] = args.log_level
@@ -62,7 +62,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
     intervals = {}
     for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
         value = getattr(args, f"interval_{name}", None)
-        if value:
+        if value is not None:
             intervals[name] = value
     if intervals:
         o["intervals"] = intervals
@@ -97,7 +97,7 @@ def _simulated(args: argparse.Namespace) -> None:
     from simulator.demo import setup_simulated_host
 
     overrides = setup_simulated_host(drives=args.simulate, speed=args.simulate_speed,
-                                     root=args.simulate_dir)
+                                     root=args.simulate_dir, state_dir=getattr(args, "state_dir", None))
     for key, value in overrides.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)

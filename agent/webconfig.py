@@ -101,6 +101,12 @@ _CIPHERS_TLS12 = {
     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
     "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
 }
+# TLS 1.2 suites when the web config names none: ECDHE with AES-GCM or ChaCha20-Poly1305.
+DEFAULT_TLS12_CIPHERS = (
+    "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+)
 # TLS 1.3 suites are not configurable in Go either: accepted and ignored, as Go does.
 _CIPHERS_TLS13 = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
 
@@ -117,6 +123,7 @@ _EXTRA_HEADERS: Dict[str, Optional[Tuple[str, ...]]] = {
 }
 
 # $2a$/$2b$/$2y$, two-digit cost, 22 characters of salt and 31 of hash in bcrypt's base64.
+MAX_BCRYPT_COST = 16  # about 5 s per check on a 2020s core
 _BCRYPT_RE = re.compile(r"^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$")
 
 
@@ -445,8 +452,11 @@ def _parse_users(raw: Any) -> Mapping[str, bytes]:
                 "cost, salt and hash; plain passwords are not accepted)"
             )
         cost = int(_BCRYPT_RE.match(hashed).group(1))  # type: ignore[union-attr]
-        if not 4 <= cost <= 31:
-            raise WebConfigError(f"{where}.{user}: bcrypt cost {cost} is outside 4..31")
+        if not 4 <= cost <= MAX_BCRYPT_COST:
+            # bcrypt allows up to 31, but each step doubles the time: at 31 one check takes
+            # days, and the start (which checks every hash once) would hang without a word.
+            raise WebConfigError(f"{where}.{user}: bcrypt cost {cost} is outside 4..{MAX_BCRYPT_COST} "
+                                 "(each step doubles the time of every login; 10 to 12 is usual)")
         encoded = hashed.encode("ascii")
         try:
             # One bcrypt per user at start: catches a hash the library would refuse later
@@ -488,6 +498,11 @@ def ssl_context(cfg: Optional[WebConfig]) -> Optional[ssl.SSLContext]:
                 f"tls_server_config.client_ca_file {tls.client_ca_file}: no usable PEM certificates: {err}"
             ) from None
     openssl_ciphers = [_CIPHERS_TLS12[c] for c in tls.cipher_suites if c in _CIPHERS_TLS12]
+    if not openssl_ciphers:
+        # Not OpenSSL's defaults, which on TLS 1.2 still accept CBC suites (AES-SHA with
+        # HMAC: padding-oracle prone): forward-secret AEAD suites only, unless the web config
+        # names suites itself. TLS 1.3 is unaffected (its suites are all AEAD).
+        openssl_ciphers = list(DEFAULT_TLS12_CIPHERS)
     if openssl_ciphers:
         try:
             ctx.set_ciphers(":".join(openssl_ciphers))

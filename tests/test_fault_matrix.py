@@ -433,3 +433,57 @@ def test_status_does_not_poll_locally_behind_an_agent_that_refuses_it(host):
         assert r.stdout.count("agent at") == 1
     finally:
         agent.stop()
+
+
+# -- item 10: every setting strictly checked, one line each; nothing hangs the start -----------
+
+
+def _cost31_web(tmp: Path) -> str:
+    path = tmp / "web31.yml"
+    # a well-formed bcrypt hash of cost 31 (never computed: checking it would take days)
+    path.write_text("basic_auth_users:\n  prometheus: $2b$31$" + "a" * 53 + "\n")
+    return str(path)
+
+
+BAD_SETTINGS = {
+    "port 99999": (["--listen-address", "127.0.0.1:99999"], "port 99999 is outside 1..65535"),
+    "log level LOUD": (["--log-level", "LOUD"], "log_level 'LOUD' is not one of"),
+    "interval 0": (["--interval.smartctl", "0"], "intervals.smartctl"),
+    "interval 1e-9": (["--interval.diskstats", "1e-9"], "intervals.diskstats"),
+    "tool timeout 0": (["--tool-timeout", "0"], "tool_timeout_seconds"),
+    "bcrypt cost 31": (["--web-config", "{cost31}"], "bcrypt cost 31 is outside 4..16"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SETTINGS))
+def test_a_bad_setting_is_one_line_and_a_clean_exit(tmp_path, name):
+    args, expected = BAD_SETTINGS[name]
+    args = [a.replace("{cost31}", _cost31_web(tmp_path)) for a in args]
+    r = subprocess.run([sys.executable, "-m", "agent", "agent", "--no-history", *args], capture_output=True,
+                       text=True, cwd=str(ROOT), timeout=30)
+    assert r.returncode == 64, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], r.stderr
+    assert "listening on" not in r.stderr
+
+
+def test_a_fifo_as_the_history_file_does_not_hang_the_agent(host):
+    os.mkfifo(host.state / "history.sqlite")
+    agent = start(host)
+    try:
+        s = scrape(agent)
+        assert value(s, "ssd_history_healthy") == 0
+        assert agent.log().count("not a regular file") == 1
+    finally:
+        agent.stop()
+
+
+def test_simulate_with_a_state_dir_keeps_the_seeded_history(tmp_path):
+    state = tmp_path / "elsewhere"
+    host = FakeHost(tmp_path / "unused")
+    agent = AgentProcess(host, ["--simulate", "2", "--simulate-dir", str(tmp_path / "sim"), "--state-dir", str(state)])
+    try:
+        agent.wait_ready(timeout=60)
+        assert sum(rows(state / "history.sqlite").values()) > 10
+    finally:
+        agent.stop()
