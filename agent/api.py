@@ -1,17 +1,30 @@
-"""HTTP side of the agent: /metrics, /healthz, /api/v1/drives (and / in later versions).
+"""HTTP side of the agent: /metrics, /healthz, /api/v1/drives and the / page.
 
 Handlers only read the poller's current snapshot; no device command ever runs inside a
 request, and no request parameter reaches a command.
+
+The scrape never waits behind page or API work. ``/metrics`` and ``/healthz`` run on the
+event loop and only copy bytes rendered ahead of time (:class:`agent.metrics.Exposition`).
+``/`` and ``/api/v1/drives`` read history (SQLite) and cost far more with a long history;
+they run in a small pool of their own (:data:`VIEW_THREADS` threads, not the shared pool
+sync handlers use), and concurrent requests for the same snapshot share one computation,
+reused for :data:`VIEW_MAX_AGE` seconds: forty browsers cost what one does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
-from typing import Any, Callable, Dict, List, Optional
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, Response
+
+# At module level: with postponed annotations FastAPI resolves a handler's return type from
+# these globals; imported inside create_app, HTMLResponse stayed an unresolved forward
+# reference and every /openapi.json failed with a 500.
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
@@ -40,6 +53,58 @@ class DrivesOut(BaseModel):
     problems: List[str]
 
 
+VIEW_THREADS = 2
+VIEW_MAX_AGE = 5.0
+
+
+class _SharedView:
+    """One computation of a view per snapshot (and per :data:`VIEW_MAX_AGE`), shared by every
+    request that arrives while it runs or soon after, computed in ``executor``."""
+
+    def __init__(self, compute: Callable[[Snapshot, float], bytes], executor: ThreadPoolExecutor,
+                 clock: Callable[[], float]) -> None:
+        self._compute = compute
+        self._executor = executor
+        self._clock = clock
+        self._current: Optional[Tuple[Snapshot, float, asyncio.Future[bytes]]] = None
+
+    async def get(self, snap: Snapshot) -> bytes:
+        now = self._clock()
+        current = self._current
+        if current is not None:
+            cached_snap, computed_at, future = current
+            fresh = cached_snap is snap and 0 <= now - computed_at < VIEW_MAX_AGE
+            failed = future.done() and (future.cancelled() or future.exception() is not None)
+            if fresh and not failed:
+                return await asyncio.shield(future)
+        loop = asyncio.get_running_loop()
+        future = asyncio.ensure_future(loop.run_in_executor(self._executor, self._compute, snap, now))
+        self._current = (snap, now, future)
+        return await asyncio.shield(future)
+
+
+class HeadAsGet:
+    """Answer ``HEAD`` wherever ``GET`` is answered (RFC 9110 asks it of every GET resource):
+    run the GET and send its status and headers without the body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_head(message: Dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app(dict(scope, method="GET"), receive, send_head)
+
+
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
                history: Any = None, flags: Optional[FlagTracker] = None) -> FastAPI:
@@ -47,24 +112,26 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     /api/v1/drives, so ``ssdfleet status --drive`` can show them. The lookup uses the serials
     already in the snapshot: no request input reaches it."""
     app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
+    app.add_middleware(HeadAsGet)
     exposition = Exposition(get_snapshot, clock=clock)
     # The agent hands each new snapshot to exposition.prepare (Poller.add_listener), so a
     # scrape finds the text already rendered.
     app.state.exposition = exposition
 
+    views_pool = ThreadPoolExecutor(max_workers=VIEW_THREADS, thread_name_prefix="http-views")
+    app.state.views_pool = views_pool
+
+    # async: served on the event loop from bytes rendered ahead, never queued behind a thread
     @app.get("/metrics")
-    def metrics() -> Response:
+    async def metrics() -> Response:
         return Response(exposition.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
-    def healthz() -> Dict[str, Any]:
+    async def healthz() -> Dict[str, Any]:
         snap = get_snapshot()
         return {"status": "ok", "drives": len(snap.drives), "snapshot_age_seconds": clock() - snap.created}
 
-    @app.get("/api/v1/drives", response_model=DrivesOut)
-    def drives() -> DrivesOut:
-        snap = get_snapshot()
-        now = clock()
+    def drives_json(snap: Snapshot, now: float) -> bytes:
         views = snapshot_views(snap, now, history=history, flags=flags)
         return DrivesOut(
             version=__version__,
@@ -74,17 +141,23 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
             drives=views,
             collectors=[CollectorOut(**dataclasses.asdict(c)) for c in snap.collectors],
             problems=list(snap.problems),
-        )
+        ).model_dump_json().encode()
+
+    shared_drives = _SharedView(drives_json, views_pool, clock)
+
+    @app.get("/api/v1/drives", response_model=DrivesOut)
+    async def drives() -> Response:
+        return Response(await shared_drives.get(get_snapshot()), media_type="application/json")
 
     if page is not None:
-        from fastapi.responses import HTMLResponse
+        shared_page = _SharedView(lambda snap, now: page(snap, now).encode(), views_pool, clock)
 
         @app.get("/", response_class=HTMLResponse)
-        def index() -> HTMLResponse:
-            return HTMLResponse(page(get_snapshot(), clock()))
+        async def index() -> Response:
+            return HTMLResponse(await shared_page.get(get_snapshot()))
     else:
         @app.get("/")
-        def index_plain() -> JSONResponse:
+        async def index_plain() -> JSONResponse:
             return JSONResponse({"ssdfleet": __version__, "endpoints": ["/metrics", "/healthz", "/api/v1/drives"]})
 
     return app

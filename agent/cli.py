@@ -49,7 +49,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
         o["state_dir"] = args.state_dir
     if getattr(args, "no_history", False):
         o["history"] = False
-    if getattr(args, "tool_timeout", None):
+    if getattr(args, "tool_timeout", None) is not None:  # 0 is an error, not "unset"
         o["tool_timeout_seconds"] = args.tool_timeout
     if getattr(args, "log_level", None):
         o["log_level"] = args.log_level
@@ -62,7 +62,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
     intervals = {}
     for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
         value = getattr(args, f"interval_{name}", None)
-        if value:
+        if value is not None:
             intervals[name] = value
     if intervals:
         o["intervals"] = intervals
@@ -97,7 +97,7 @@ def _simulated(args: argparse.Namespace) -> None:
     from simulator.demo import setup_simulated_host
 
     overrides = setup_simulated_host(drives=args.simulate, speed=args.simulate_speed,
-                                     root=args.simulate_dir)
+                                     root=args.simulate_dir, state_dir=getattr(args, "state_dir", None))
     for key, value in overrides.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
@@ -107,7 +107,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
     _simulated(args)
     config = _config(args)
     _setup_logging(config.log_level)
-    import uvicorn
 
     from agent import memory, webconfig
     from agent.api import create_app
@@ -124,22 +123,51 @@ def cmd_agent(args: argparse.Namespace) -> int:
     def page(snap, now):
         return render_page(snap, now, history=poller.history, flags=flags)
 
+    from agent import server as http_server
+    from agent.runner import LIVE
+
     app = create_app(poller.snapshot, page=page, history=poller.history, flags=flags)
     poller.add_listener(app.state.exposition.prepare)
     poller.add_listener(flags.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
         app = webconfig.secure_app(app, web)
-    log.info("ssdfleet %s starting: collectors %s, listening on %s:%d",
-             __version__, ",".join(config.collectors), host, port)
+    http_server.quiet_repeats("asyncio", "uvicorn.error")
+    nofile = http_server.raise_nofile_limit()
+    cap = http_server.connection_cap(config.http_max_connections, nofile)
+    uconfig = webconfig.uvicorn_config(app, web, host=host, port=port, log_level="warning",
+                                       access_log=False)
+    http_server.server_config(app, uconfig, config.http_request_timeout_seconds, cap)
+    server = http_server.AgentServer(uconfig)
+    log.info("ssdfleet %s starting: collectors %s; open files limit %s",
+             __version__, ",".join(config.collectors), nofile)
     poller.start()
-    server = uvicorn.Server(webconfig.uvicorn_config(app, web, host=host, port=port, log_level="warning",
-                                                     access_log=False))
     try:
         server.run()
     finally:
-        poller.stop()
+        _stop_agent(poller, config, server.stop_signal, LIVE)
+    if not server.started:
+        return 1  # the bind failed; uvicorn logged why
     return 0
+
+
+def _stop_agent(poller: Any, config: Config, stop_signal: Optional[int], live: Any) -> None:
+    """The agent's clean stop, within ``shutdown_timeout_seconds``: refuse new tool runs, end
+    the tool process groups in flight (SIGTERM, the kill grace, SIGKILL), stop the poller's
+    threads, flush and close history."""
+    import signal as signal_mod
+
+    started = time.monotonic()
+    why = signal_mod.Signals(stop_signal).name if stop_signal else "server stopped"
+    live.stopping.set()
+    grace = min(config.tool_kill_grace_seconds, config.shutdown_timeout_seconds / 4)
+    ended = live.terminate_all(grace)
+    poller.stop(timeout=max(0.5, config.shutdown_timeout_seconds - (time.monotonic() - started) - 1.0))
+    ended += live.terminate_all(0.2)  # any tool started while the first pass ran
+    history = poller.history
+    log.info("stopped (%s) in %.1fs: %d tool process group(s) ended, history %s",
+             why, time.monotonic() - started, ended,
+             "flushed" if not history.pending_count else f"{history.pending_count} sample(s) not written")
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
@@ -242,6 +270,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not complain again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # what a shell reports for SIGPIPE
+    except Exception as exc:  # never exit with a bare status and nothing said
+        if str(getattr(args, "log_level", "") or "").upper() == "DEBUG":
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(f"ssdfleet {args.command}: internal error: {type(exc).__name__}: {exc} "
+                         "(--log-level DEBUG prints the traceback)\n")
+        return 70  # EX_SOFTWARE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,6 +16,23 @@ DEFAULT_PORT = 9877
 COLLECTOR_NAMES = ("shannon", "smartctl", "write_cache", "diskstats")
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def split_listen_address(address: str):
+    """``host:port`` (``[v6]:port``, ``:port``) as (host, port); ValueError naming the problem."""
+    host, _, port = str(address).rpartition(":")
+    if not (port.isascii() and port.isdigit()):
+        raise ValueError(f"listen_address {address!r} needs a port")
+    number = int(port)
+    if not 0 < number < 65536:
+        raise ValueError(f"listen_address {address!r}: port {number} is outside 1..65535")
+    host = host.strip("[]") or "0.0.0.0"
+    if any(c.isspace() or c in "/[]" for c in host):
+        raise ValueError(f"listen_address {address!r}: {host!r} is not a host name or address")
+    return host, number
+
+
 class ConfigError(ValueError):
     """The configuration file or a flag is not valid; the message says which key."""
 
@@ -42,11 +59,12 @@ class Intervals(_Strict):
     """Seconds between polls of each source. SMART is read every few minutes: the values move
     slowly and every call costs the drive a little firmware time."""
 
-    smartctl: float = Field(300.0, gt=0)
-    shannon: float = Field(60.0, gt=0)
-    write_cache: float = Field(60.0, gt=0)
-    diskstats: float = Field(15.0, gt=0)
-    discovery: float = Field(600.0, gt=0)
+    # At least MIN_INTERVAL: a near-zero interval would spin a core; at most a week.
+    smartctl: float = Field(300.0, ge=0.1, le=7 * 86400)
+    shannon: float = Field(60.0, ge=0.1, le=7 * 86400)
+    write_cache: float = Field(60.0, ge=0.1, le=7 * 86400)
+    diskstats: float = Field(15.0, ge=0.1, le=7 * 86400)
+    discovery: float = Field(600.0, ge=0.1, le=7 * 86400)
 
 
 class WriteCacheRule(_Strict):
@@ -114,8 +132,8 @@ class Config(_Strict):
     tools: Tools = Tools()
     paths: Paths = Paths()
     intervals: Intervals = Intervals()
-    tool_timeout_seconds: float = Field(30.0, gt=0)
-    tool_kill_grace_seconds: float = Field(2.0, ge=0)
+    tool_timeout_seconds: float = Field(30.0, ge=0.1, le=3600)
+    tool_kill_grace_seconds: float = Field(2.0, ge=0, le=60)
     tool_max_output_bytes: int = Field(8 * 1024 * 1024, gt=1024)
     max_concurrent_probes: int = Field(4, ge=1, le=64)
     # After this many consecutive polls that found a drive asleep, read it once anyway (it
@@ -136,6 +154,13 @@ class Config(_Strict):
     include_device_mapper: bool = False
     include_loop: bool = False
     log_level: str = "INFO"
+    # HTTP limits (agent/server.py): a request head must arrive complete within this many
+    # seconds of the connection opening (or of its previous response); at most this many
+    # connections are open, the oldest idle one is closed to admit a new one.
+    http_request_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    http_max_connections: int = Field(512, ge=8, le=65536)
+    # How long a SIGTERM may take: stop the poller, end tool processes, flush history.
+    shutdown_timeout_seconds: float = Field(10.0, gt=0, le=120)
 
     @field_validator("collectors")
     @classmethod
@@ -143,6 +168,19 @@ class Config(_Strict):
         for name in v:
             if name not in COLLECTOR_NAMES:
                 raise ValueError(f"unknown collector {name!r}; known: {', '.join(COLLECTOR_NAMES)}")
+        return v
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, v: str) -> str:
+        if str(v).upper() not in LOG_LEVELS:
+            raise ValueError(f"log_level {v!r} is not one of {', '.join(LOG_LEVELS)}")
+        return str(v).upper()
+
+    @field_validator("listen_address")
+    @classmethod
+    def _listen_address(cls, v: str) -> str:
+        split_listen_address(v)
         return v
 
     @field_validator("write_cache_expected")
@@ -153,11 +191,10 @@ class Config(_Strict):
         return v
 
     def listen_host_port(self):
-        host, _, port = self.listen_address.rpartition(":")
-        if not (port.isascii() and port.isdigit()):
-            raise ConfigError(f"listen_address {self.listen_address!r} needs a port")
-        host = host.strip("[]") or "0.0.0.0"
-        return host, int(port)
+        try:
+            return split_listen_address(self.listen_address)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     def expected_write_cache(self, serial: Optional[str], model: Optional[str]) -> Optional[str]:
         """The expected state for a drive (``None`` when the rule says any)."""
@@ -213,9 +250,14 @@ def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) ->
         return Config.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc'])}: {_msg(err['msg'])}" for err in exc.errors()
         )
         raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _msg(text: str) -> str:
+    # pydantic prefixes our own ValueError messages; they already say what is wrong
+    return text[len("Value error, "):] if text.startswith("Value error, ") else text
 
 
 def _merge(base: Dict, extra: Dict) -> Dict:

@@ -11,12 +11,30 @@ only a power cut can lose the last few commits, which is fine for a 10-minute sa
 
 Failure policy (a database host must never lose its agent over a state file):
 
-* At open, a file that is not a database, is corrupt, or cannot be opened is moved aside to
-  ``<path>.corrupt-<unix time>`` (its ``-wal``/``-shm`` companions too, so SQLite cannot
-  replay a stale log onto a fresh file) and the history runs in memory for this process.
-  ``healthy`` is False and ``moved_aside`` names the file. A *locked* or *busy* file is never
-  moved aside: another process holds it and its data is fine. A file that can be read but
-  not written (read-only mount) stays open for reading; new samples wait in memory.
+* At open, a file that is not a database or is damaged (``quick_check`` fails) is moved aside
+  to ``<path>.corrupt-<unix time>`` (its ``-wal``/``-shm`` companions too, so SQLite cannot
+  replay a stale log onto a fresh file), a new file is started at ``<path>``, and every row
+  that can still be read from the old one is copied into it: the table is scanned without its
+  indexes (a damaged index loses nothing) and around damaged table pages (rowid ranges).
+  ``moved_aside`` names the old file, ``recovered_rows`` counts what was saved, and recording
+  goes on on disk.
+* A file that is fine but cannot be opened for writing now (another user's 0600 file, a full
+  disk, a lock held by another process, a read-only mount) is never moved aside: it is read
+  read-only if possible (its rows still give rates), new samples wait in memory, and the file
+  is opened again at a later write (every ``reopen_interval_seconds``), when the samples kept
+  meanwhile move into it. ``healthy`` is False until then. Something that is not a regular
+  file (a FIFO, a directory) is left alone and never opened: opening a FIFO would block.
+* Any integer a tool prints is stored without error and without loss. SQLite's INTEGER is a
+  signed 64-bit number; a counter outside that range (an NVMe ``data_units_written`` of all
+  ones, a vendor figure in the 1e20s) is stored as a BLOB holding its decimal digits, which
+  SQLite's column affinity never converts, and read back as the same Python int (see
+  :func:`_to_db` / :func:`_from_db`). NaN is stored as NULL (not reported); an infinite float
+  as SQLite's infinity.
+* A row that SQLite still refuses for what it holds (a value of a type it cannot bind) is
+  isolated: the batch is retried row by row, the refused row is dropped, logged once per
+  reason and counted in ``dropped_total`` (``ssd_history_samples_dropped_total{reason}``),
+  and every other row, of this drive and of all others, is written. A bad row never stays
+  queued to fail every later flush.
 * A write failure later (disk full, read-only directory, database locked) never raises out
   of :meth:`History.record`. It is logged once per distinct error, counted in
   ``errors_total``, and the sample stays in a bounded in-memory buffer that reads include and
@@ -42,10 +60,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -113,6 +133,32 @@ _SQLITE_AUTH = 23
 _SQLITE_NOTADB = 26
 
 
+_INSERT = f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+# What SQLite (or the row's own conversion) raises for a value it cannot store: the row's
+# fault, not the storage's. Anything else from a write is a storage error (kept pending).
+_ROW_ERRORS = (
+    OverflowError,
+    TypeError,
+    ValueError,
+    sqlite3.InterfaceError,
+    sqlite3.ProgrammingError,
+    sqlite3.IntegrityError,
+    sqlite3.DataError,
+)
+
+
+def _drop_reason(exc: BaseException) -> str:
+    """The ``reason`` label of a dropped row: a small fixed set."""
+    if isinstance(exc, OverflowError):
+        return "out_of_range"
+    if isinstance(exc, sqlite3.IntegrityError):
+        return "constraint"
+    if isinstance(exc, (TypeError, sqlite3.InterfaceError, sqlite3.ProgrammingError)):
+        return "unsupported_type"
+    return "invalid_value"
+
+
 @contextlib.contextmanager
 def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
     """One write transaction: BEGIN IMMEDIATE, COMMIT, or ROLLBACK and re-raise."""
@@ -143,17 +189,55 @@ class Sample:
     media_errors: Optional[int] = None
 
     def as_row(self) -> tuple:
+        """The row as SQLite binds it: every value through :func:`_to_db`."""
         return (
-            self.serial,
-            self.ts,
-            self.life_left_ratio,
-            self.host_written_bytes,
-            self.nand_written_bytes,
-            self.bad_block_ratio,
-            self.power_on_seconds,
-            self.bad_blocks,
-            self.media_errors,
+            str(self.serial),
+            float(self.ts),
+            _to_db(self.life_left_ratio),
+            _to_db(self.host_written_bytes),
+            _to_db(self.nand_written_bytes),
+            _to_db(self.bad_block_ratio),
+            _to_db(self.power_on_seconds),
+            _to_db(self.bad_blocks),
+            _to_db(self.media_errors),
         )
+
+    @classmethod
+    def from_row(cls, row: Sequence) -> Sample:
+        return cls(row[0], float(row[1]), *(_from_db(v) for v in row[2:]))
+
+
+# SQLite's INTEGER storage class: a signed 64-bit integer.
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def _to_db(value: object) -> object:
+    """A sample value as SQLite can store it without error or loss.
+
+    Integers outside the signed 64-bit range become a BLOB of their decimal digits: SQLite
+    would refuse them (OverflowError at bind), and a TEXT or REAL value in an INTEGER column
+    would be converted to a rounded REAL by column affinity; a BLOB is stored as given.
+    """
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        return str(value).encode("ascii")
+    return value  # float or str; any other type is refused by SQLite and isolated by _flush
+
+
+def _from_db(value: object) -> object:
+    """The inverse of :func:`_to_db`."""
+    if isinstance(value, bytes):
+        try:
+            return int(value.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            return None  # not ours: an unreadable value is absent, not zero
+    return value
 
 
 def bad_blocks_of(reading: DriveReading) -> Optional[int]:
@@ -254,25 +338,17 @@ def _is_busy(exc: BaseException) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _is_damaged_or_unreadable(exc: BaseException) -> bool:
-    """Errors at open that justify moving the file aside (not: locked, disk full, I/O)."""
+def _is_damaged(exc: BaseException) -> bool:
+    """Errors at open that mean the file itself is damaged (moved aside, its rows salvaged).
+    Not: locked, disk full, I/O errors, or a file we may not open or read (permissions): that
+    file may be perfectly good, so it is left alone and opened again later."""
     if isinstance(exc, _IntegrityCheckFailed):
         return True
     code = _error_code(exc)
     if code is not None:
-        return code in (
-            _SQLITE_NOTADB,
-            _SQLITE_CORRUPT,
-            _SQLITE_CANTOPEN,
-            _SQLITE_PERM,
-            _SQLITE_READONLY,
-            _SQLITE_AUTH,
-        )
+        return code in (_SQLITE_NOTADB, _SQLITE_CORRUPT)
     text = str(exc).lower()
-    return any(
-        marker in text
-        for marker in ("not a database", "malformed", "unable to open", "readonly", "corrupt")
-    )
+    return any(marker in text for marker in ("not a database", "malformed", "corrupt"))
 
 
 class _IntegrityCheckFailed(sqlite3.DatabaseError):
@@ -295,6 +371,102 @@ def _header_problem(path: str) -> Optional[BaseException]:
     if head and head != _SQLITE_MAGIC:
         return sqlite3.DatabaseError("file is not a database (no SQLite header)")
     return None
+
+
+def _read_only_connection(path: str, busy_timeout: float, tolerant: bool = False) -> Optional[sqlite3.Connection]:
+    """The file opened for reading only, or None. ``immutable`` as a last resort reads a file
+    whose -shm cannot be created (full disk, read-only directory), ignoring its -wal."""
+    if not os.path.isfile(path):
+        return None
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    for mode in ("?mode=ro", "?mode=ro&immutable=1"):
+        conn = None
+        try:
+            conn = sqlite3.connect(uri + mode, uri=True, timeout=busy_timeout,
+                                   check_same_thread=False, isolation_level=None)
+            if tolerant:
+                # a damaged file: let SQLite read a schema whose pages point past the end
+                conn.execute("PRAGMA writable_schema=ON")
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+            return conn
+        except sqlite3.Error:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+    return None
+
+
+def _salvage(path: str) -> Tuple[List[tuple], List[tuple]]:
+    """Every sample row (and flag time) that can still be read from a damaged file. The table
+    is scanned without its indexes (a damaged index loses nothing), and a scan that hits a
+    damaged table page keeps the rows before it."""
+    conn = _read_only_connection(path, 0.1, tolerant=True)
+    if conn is None:
+        return [], []
+    try:
+        return _rows_of(conn, tolerate_damage=True)
+    finally:
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+
+
+def _rows_of(conn: sqlite3.Connection, tolerate_damage: bool = False) -> Tuple[List[tuple], List[tuple]]:
+    """All sample rows (in the current column order) and flag rows of ``conn``."""
+    rows: List[tuple] = []
+    flags: List[tuple] = []
+    columns = _COLUMNS if _has_current_columns(conn) else _V1_SELECT
+    try:
+        rows.extend(tuple(r) for r in conn.execute(f"SELECT {columns} FROM samples NOT INDEXED"))
+    except sqlite3.Error:
+        if not tolerate_damage:
+            raise
+        rows = _rows_around_damage(conn, columns)
+    try:
+        flags.extend(tuple(r) for r in conn.execute("SELECT serial, key, since FROM flags NOT INDEXED"))
+    except sqlite3.Error:
+        pass  # no flags table (an older file), or damaged: flags are rebuilt as they are raised
+    return rows, flags
+
+
+def _rows_around_damage(conn: sqlite3.Connection, columns: str, chunk: int = 256) -> List[tuple]:
+    """The rows a full scan could not reach: read the table in rowid ranges, each a seek that
+    visits only the pages on its path, skipping the ranges whose pages are damaged."""
+    try:
+        highest = int(conn.execute("SELECT MAX(rowid) FROM samples").fetchone()[0] or 0)
+    except sqlite3.Error:
+        highest = 2_000_000  # the rightmost path is damaged too: look far enough
+    rows: List[tuple] = []
+    empty_run = 0
+    for low in range(1, highest + 1, chunk):
+        try:
+            got = conn.execute(f"SELECT {columns} FROM samples NOT INDEXED WHERE rowid BETWEEN ? AND ?",
+                               (low, low + chunk - 1)).fetchall()
+        except sqlite3.Error:
+            continue
+        rows.extend(tuple(r) for r in got)
+        empty_run = 0 if got else empty_run + 1
+        if empty_run > 1000 and rows:
+            break
+    return rows
+
+
+def _copy_rows(conn: sqlite3.Connection, rows: Sequence[tuple], flags: Sequence[tuple]) -> int:
+    """Insert rows read from another file (values as stored there) unless the key is taken.
+    Returns how many were new. Raises sqlite3.Error for a storage failure."""
+    copied = 0
+    with _immediate(conn):
+        for row in rows:
+            try:
+                cursor = conn.execute(_INSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE"), row)
+                copied += cursor.rowcount if cursor.rowcount > 0 else 0
+            except _ROW_ERRORS:
+                continue  # a row whose values were damaged too
+        if flags:
+            conn.execute(_FLAGS_TABLE)
+            for flag in flags:
+                with contextlib.suppress(*_ROW_ERRORS):
+                    conn.execute("INSERT OR IGNORE INTO flags (serial, key, since) VALUES (?, ?, ?)", flag)
+    return copied
 
 
 def _missing_columns(conn: sqlite3.Connection) -> List[Tuple[str, str]]:
@@ -327,6 +499,7 @@ class History:
         min_interval_seconds: float = 600.0,
         min_span_seconds: float = 3600.0,
         busy_timeout_seconds: float = 2.0,
+        reopen_interval_seconds: float = 60.0,
     ) -> None:
         self.path = path
         self.retention_seconds = float(retention_days) * DAY
@@ -350,11 +523,27 @@ class History:
         self.errors_total = 0
         self.last_error: Optional[str] = None
         self.in_memory = path is None
+        # rows SQLite refused, by reason (see _drop_reason); each also counts in errors_total
+        self.dropped_total: Dict[str, int] = {}
+        self._logged_drops: Set[str] = set()
+        # set by the owner when it asked for a file and could not even create its directory
+        self.lost_file = False
+        self.recovered_rows = 0  # rows salvaged from damaged files into new ones
+        # The file could not be opened for writing (permissions, full disk, locked, I/O): try
+        # again at a flush at most every reopen_interval_seconds; rows kept meanwhile (memory,
+        # or read from the file read-only) move into it when it opens.
+        self._reopen = False
+        self._reopen_interval = float(reopen_interval_seconds)
+        self._last_open_attempt = time.monotonic()
 
         conn = None
         if path is not None:
             conn = self._open_file(path)
             if conn is None:
+                self.healthy = False
+                self.in_memory = True
+            elif self._reopen:
+                # read from the file only: new samples wait in memory (see _try_reopen)
                 self.healthy = False
                 self.in_memory = True
         if conn is None:
@@ -392,6 +581,10 @@ class History:
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _open_file(self, path: str) -> Optional[sqlite3.Connection]:
+        """Open the history file for writing, or the best that can be had: a damaged file is
+        moved aside and what can still be read of it is copied into a new file; a file that
+        cannot be opened for writing now is read if possible and opened again later
+        (``_reopen``). Returns None when nothing at all could be opened."""
         directory = os.path.dirname(os.path.abspath(path))
         try:
             os.makedirs(directory, mode=0o750, exist_ok=True)
@@ -402,20 +595,42 @@ class History:
                 exc,
             )
             self._note_error(exc, log_it=False)
+            self._reopen = True
+            return None
+        if os.path.exists(path) and not os.path.isfile(path):
+            # a FIFO would block the open forever, a directory or device is not ours
+            exc = OSError(f"{path} is not a regular file")
+            self._note_error(exc, log_it=False)
+            log.error("history: %s is not a regular file; leaving it alone and keeping history in "
+                      "memory (remove it, or point --state-dir elsewhere)", path)
+            self._reopen = True
             return None
         damage = _header_problem(path)
+        if isinstance(damage, OSError):
+            # cannot even read it (owned by another user, mode 0600): the file may be fine
+            self._note_error(damage, log_it=False)
+            log.error("history: cannot read %s (%s); leaving it as it is and keeping history in "
+                      "memory; it is opened again once it can be read (fix its owner or mode)",
+                      path, damage)
+            self._reopen = True
+            return None
         if damage is not None:
             # decided before SQLite opens it: SQLite would delete or reset a -wal file on
             # close, and that may be the only copy of the last hours of samples
             self._note_error(damage, log_it=False)
-            self._move_aside(path, damage)
-            return None
+            return self._replace_damaged(path, damage)
         conn = None
         try:
             conn = self._connect(path)
             self._configure(conn)
         except (sqlite3.Error, OSError) as exc:
-            return self._open_failed(path, conn, exc)
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._note_error(exc, log_it=False)
+            if _is_damaged(exc) and not _is_busy(exc):
+                return self._replace_damaged(path, exc)
+            return self._open_for_reading(path, exc)
         try:
             # SQLite opens a file it may not write (read-only mount, 0444 file) read-only and
             # only fails at the first write. Find out now, but keep the connection: the old
@@ -430,12 +645,16 @@ class History:
                 conn.execute("ROLLBACK")
         except (sqlite3.Error, OSError) as exc:
             if _is_busy(exc):
-                return self._open_failed(path, conn, exc)
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+                self._note_error(exc, log_it=False)
+                return self._open_for_reading(path, exc)
             self._note_error(exc, log_it=False)
             self.healthy = False
+            self._reopen = True
             log.error(
                 "history: %s cannot be written (%s); reading its history and keeping new "
-                "samples in memory",
+                "samples in memory until it can",
                 path,
                 exc,
             )
@@ -476,29 +695,52 @@ class History:
             )
         self._schema_current = True
 
-    def _open_failed(
-        self, path: str, conn: Optional[sqlite3.Connection], exc: BaseException
-    ) -> None:
-        if conn is not None:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
-        self._note_error(exc, log_it=False)
+    def _open_for_reading(self, path: str, exc: BaseException) -> Optional[sqlite3.Connection]:
+        """The file cannot be opened for writing now (locked, full disk, permissions, I/O):
+        read its rows if possible, keep new samples in memory, and open it again later."""
+        self._reopen = True
+        conn = _read_only_connection(path, self._busy_timeout)
         if _is_busy(exc):
-            log.error(
-                "history: %s is locked by another process (%s); keeping history in memory "
-                "and leaving the file alone",
-                path,
-                exc,
-            )
-        elif os.path.exists(path) and _is_damaged_or_unreadable(exc):
-            self._move_aside(path, exc)
+            why = "is locked by another process"
         else:
-            log.error("history: cannot open %s (%s); keeping history in memory", path, exc)
-        return None
+            why = "cannot be opened for writing"
+        if conn is None:
+            log.error("history: %s %s (%s) and cannot be read either; keeping history in memory and "
+                      "opening it again once it can be", path, why, exc)
+            return None
+        self._schema_current = _has_current_columns(conn)
+        log.error("history: %s %s (%s); reading its history, keeping new samples in memory and "
+                  "writing them once the file can be opened again", path, why, exc)
+        return conn
 
-    def _move_aside(self, path: str, exc: BaseException) -> None:
+    def _replace_damaged(self, path: str, exc: BaseException) -> Optional[sqlite3.Connection]:
+        """Move a damaged file aside, start a new one at ``path`` and copy into it every row
+        that can still be read from the old one (a damaged index or a damaged page loses only
+        what it held)."""
+        moved = self._move_aside(path, exc)
+        if moved is None:
+            return None
+        rows, flags = _salvage(moved)
+        conn = None
+        try:
+            conn = self._connect(path)
+            self._configure(conn)
+            copied = _copy_rows(conn, rows, flags)
+        except (sqlite3.Error, OSError) as new_exc:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._note_error(new_exc, log_it=False)
+            log.error("history: cannot start a new file at %s (%s); keeping history in memory", path, new_exc)
+            self._reopen = True
+            return None
+        self.recovered_rows += copied
+        self._schema_current = True
+        log.error("history: %s is damaged (%s); moved it to %s, recovered %d of its rows into a new "
+                  "file and recording there", path, exc, moved, copied)
+        return conn
+
+    def _move_aside(self, path: str, exc: BaseException) -> Optional[str]:
         stamp = int(self._clock())
         target = f"{path}.corrupt-{stamp}"
         n = 1
@@ -515,7 +757,7 @@ class History:
                 exc,
                 move_exc,
             )
-            return
+            return None
         for suffix in ("-wal", "-shm"):
             if os.path.exists(path + suffix):
                 try:
@@ -523,13 +765,43 @@ class History:
                 except OSError as move_exc:
                     log.error("history: could not move %s aside: %s", path + suffix, move_exc)
         self.moved_aside = target
-        log.error(
-            "history: %s is unusable (%s); moved it to %s and keeping history in memory "
-            "until restart",
-            path,
-            exc,
-            target,
-        )
+        return target
+
+    def _try_reopen(self) -> None:
+        """Open the file for writing again (it was locked, full, unreadable or read-only at
+        open) and move every row kept meanwhile into it. Caller holds the lock."""
+        if not self._reopen or self.path is None:
+            return
+        now = time.monotonic()
+        if now - self._last_open_attempt < self._reopen_interval:
+            return
+        self._last_open_attempt = now
+        self._reopen = False
+        conn = self._open_file(self.path)
+        if conn is None:
+            self._reopen = True
+            return
+        if self._reopen:  # read-only again
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            return
+        old = self._conn
+        try:
+            rows, flags = _rows_of(old)
+            copied = _copy_rows(conn, rows, flags)
+        except (sqlite3.Error, OSError) as exc:
+            self._note_error(exc)
+            self._reopen = True
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+            return
+        with contextlib.suppress(sqlite3.Error):
+            old.close()
+        self._conn = conn
+        self.in_memory = False
+        self._schema_current = True
+        log.warning("history: %s is open for writing again; %d rows kept meanwhile are in it",
+                    self.path, copied)
 
     # ------------------------------------------------------------------ writing
 
@@ -548,46 +820,56 @@ class History:
 
     def record(self, serial: str, ts: float, reading: DriveReading) -> None:
         """Store one reading unless the drive already has a sample less than
-        ``min_interval_seconds`` old (or newer: a clock that went back). Never raises on
-        storage errors."""
+        ``min_interval_seconds`` old (or newer: a clock that went back). Never raises: a
+        storage error keeps the sample in memory, a value SQLite refuses costs only its row
+        (see the module's failure policy)."""
         with self._lock:
             if self._closed:
                 return
-            last = self._last_ts.get(serial)
-            if last is None:
-                last = self._newest_ts(serial)
-            if last is not None and ts - last < self.min_interval_seconds:
-                return
-            self._pending.append(
-                Sample(
-                    serial=serial,
-                    ts=float(ts),
-                    life_left_ratio=reading.life_left_ratio,
-                    host_written_bytes=reading.host_written_bytes,
-                    nand_written_bytes=reading.nand_written_bytes,
-                    bad_block_ratio=reading.bad_block_ratio,
-                    power_on_seconds=reading.power_on_seconds,
-                    bad_blocks=bad_blocks_of(reading),
-                    media_errors=reading.media_errors,
+            try:
+                last = self._last_ts.get(serial)
+                if last is None:
+                    last = self._newest_ts(serial)
+                if last is not None and ts - last < self.min_interval_seconds:
+                    return
+                self._pending.append(
+                    Sample(
+                        serial=serial,
+                        ts=float(ts),
+                        life_left_ratio=reading.life_left_ratio,
+                        host_written_bytes=reading.host_written_bytes,
+                        nand_written_bytes=reading.nand_written_bytes,
+                        bad_block_ratio=reading.bad_block_ratio,
+                        power_on_seconds=reading.power_on_seconds,
+                        bad_blocks=bad_blocks_of(reading),
+                        media_errors=reading.media_errors,
+                    )
                 )
-            )
-            self._last_ts[serial] = float(ts)
-            self._flush()
+                self._last_ts[serial] = float(ts)
+                self._flush()
+            except Exception as exc:  # a bug here must cost a sample, never the collector
+                self._note_error(exc)
+                self.healthy = False
 
     def _flush(self) -> None:
         if not self._pending:
             return
         serials = sorted({s.serial for s in self._pending})
         cutoff = self._clock() - self.retention_seconds
+        self._try_reopen()
         conn = self._conn
+        refused: List[Tuple[Sample, BaseException]] = []
         try:
             if not self._schema_current:
                 self._upgrade(conn)  # the file was not writable at open, or the disk was full
             with _immediate(conn):
-                conn.executemany(
-                    f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [s.as_row() for s in self._pending],
-                )
+                # Row by row inside one transaction: a value SQLite refuses fails before its
+                # statement changes anything, so it costs that row only.
+                for sample in self._pending:
+                    try:
+                        conn.execute(_INSERT, sample.as_row())
+                    except _ROW_ERRORS as exc:
+                        refused.append((sample, exc))
                 conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
                 for serial in serials:
                     # keep the newest max_rows_per_drive rows; a NULL bound deletes nothing
@@ -601,11 +883,39 @@ class History:
             self._note_error(exc)
             if not self.in_memory:
                 self.healthy = False
+            # A refused row will be refused again: drop it now, whatever became of the rest.
+            self._drop(refused)
             self._bound_pending(cutoff)
             return
         self._pending.clear()
-        if not self.in_memory and self.moved_aside is None:
-            self.healthy = True
+        self._drop(refused)
+        # Healthy: the storage works. A dropped row is not a storage fault; the poller fails
+        # the history collector for the run that dropped one (Poller._note_history).
+        self.healthy = not self._storage_lost()
+
+    def _storage_lost(self) -> bool:
+        """Asked for a file and writing somewhere else (memory) instead, or not yet to it."""
+        return self.lost_file or self._reopen or (self.path is not None and self.in_memory)
+
+    def _drop(self, refused: Sequence[Tuple[Sample, BaseException]]) -> None:
+        """Count and log (once per reason) rows SQLite refused, and forget them."""
+        if not refused:
+            return
+        gone = {id(sample) for sample, _ in refused}
+        self._pending = [s for s in self._pending if id(s) not in gone]
+        for sample, exc in refused:
+            reason = _drop_reason(exc)
+            self.dropped_total[reason] = self.dropped_total.get(reason, 0) + 1
+            self.errors_total += 1
+            self.last_error = f"sample of {sample.serial} at {sample.ts:.0f} dropped: {exc}"
+            if reason not in self._logged_drops:
+                self._logged_drops.add(reason)
+                log.error(
+                    "history: dropped the sample of %s at %.0f (%s: %s); the other samples are "
+                    "kept (counted in ssd_history_samples_dropped_total{reason=\"%s\"}, "
+                    "logged once per reason)",
+                    sample.serial, sample.ts, type(exc).__name__, exc, reason,
+                )
 
     def _bound_pending(self, cutoff: float) -> None:
         """Apply retention and the row cap to the unwritten buffer, so a disk that stays
@@ -652,7 +962,8 @@ class History:
                         query += " AND ts >= ?"
                         args = (serial, lower)
                     for row in self._conn.execute(query + " ORDER BY ts", args):
-                        found[row[1]] = Sample(*row)
+                        sample = Sample.from_row(row)
+                        found[sample.ts] = sample
                 except sqlite3.Error as exc:
                     self._note_error(exc)
             for s in self._pending:

@@ -180,6 +180,10 @@ def drive_families(drives: Iterable[Drive]) -> List:
             ],
             1.0,
         )
+        # 1: no health tool (smartctl, shannon-status) has answered for this drive: its health
+        # is unknown, which the status page and `ssdfleet status` show as a warning.
+        gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
+              0.0 if any(c in d.last_poll for c in _HEALTH_COLLECTORS) else 1.0)
         gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
         for name, _label in EVIDENCE_FIELDS:
             if f"{name}_withheld" in r.extra:
@@ -277,6 +281,11 @@ def effective_cache(d: Drive) -> Optional[str]:
     return state if state in (CACHE_ENABLED, CACHE_DISABLED, CACHE_UNSUPPORTED) else None
 
 
+# ssd_history_samples_dropped_total{reason}: every reason agent.history._drop_reason gives,
+# exported at 0 from the start so a rate() sees the first drop.
+HISTORY_DROP_REASONS = ("constraint", "invalid_value", "out_of_range", "unsupported_type")
+
+
 def agent_families(snap: Snapshot) -> List:
     success = GaugeMetricFamily("ssd_collector_success", "Whether the collector's last run succeeded for every drive.", labels=["collector"])
     duration = GaugeMetricFamily("ssd_collector_duration_seconds", "Duration of the collector's last run.", labels=["collector"])
@@ -294,13 +303,23 @@ def agent_families(snap: Snapshot) -> List:
     history = None
     for c in snap.collectors:
         if c.name == "history":
-            history = GaugeMetricFamily("ssd_history_healthy", "The history database is on disk (0: kept in memory).",
+            history = GaugeMetricFamily("ssd_history_healthy", "The last history write put every sample on disk (0: kept in memory, or a sample dropped).",
                                         value=1.0 if c.success else 0.0)
     build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
     if history is not None:
         out.append(history)
+        dropped = CounterMetricFamily(
+            "ssd_history_samples_dropped",
+            "History samples SQLite refused to store, by reason; every other sample was written.",
+            labels=["reason"])
+        counts = dict(snap.history_dropped)
+        for reason in HISTORY_DROP_REASONS:
+            dropped.add_metric([reason], float(counts.pop(reason, 0)))
+        for reason, count in sorted(counts.items()):
+            dropped.add_metric([reason], float(count))
+        out.append(dropped)
     return out
 
 

@@ -239,6 +239,8 @@ class Snapshot:
     created: float = 0.0
     problems: Tuple[str, ...] = ()  # device-level problems: stuck probes, no data, standby
     stuck: Tuple[str, ...] = ()  # devices quarantined behind a probe that outlived SIGKILL
+    # history rows SQLite refused since start, by reason (agent.history._drop_reason)
+    history_dropped: Tuple[Tuple[str, int], ...] = ()
 
     def by_serial(self) -> Dict[str, Drive]:
         return {d.serial: d for d in self.drives}

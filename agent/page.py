@@ -470,6 +470,23 @@ footer { color:var(--muted); font-size:.8rem; padding:0 1rem 1rem; }
 footer a { color:var(--spark); }
 """
 
+# Below this width the table no longer fits (a laptop split screen, a phone): each drive
+# becomes a card whose cells stack, each under its column's name, so no column is cut off
+# behind a horizontal scroll bar.
+NARROW_PX = 1000
+_CSS += (
+    f"@media (max-width: {NARROW_PX}px) {{\n"
+    "  table.drives thead { display:none; }\n"
+    "  table.drives, table.drives tbody, table.drives tr, table.drives td { display:block; width:auto; }\n"
+    "  table.drives tr.drive { border-bottom:2px solid var(--line); padding:.3rem 0; }\n"
+    "  table.drives td { border:0; min-width:0; max-width:none; padding:.25rem .6rem; }\n"
+    "  table.drives td::before { display:block; font-size:.7rem; text-transform:uppercase; "
+    "letter-spacing:.03em; color:var(--muted); }\n"
+    + "".join(f'  table.drives tr.drive td:nth-child({i})::before {{ content:"{h}"; }}\n'
+              for i, h in enumerate(HEADERS, 1))
+    + "  .scroll { overflow-x:visible; } }\n"
+)
+
 # Re-fetches the page and swaps <main>: rendering stays in one place (Python), and the
 # table keeps working for anyone without JavaScript. Open "how" boxes stay open across a
 # refresh; a failed fetch says so loudly instead of leaving old numbers looking current.

@@ -244,6 +244,8 @@ class Poller:
         )
         self._stop = threading.Event()
         self._threads: List[threading.Thread] = []
+        self._history_dropped_seen = 0  # history rows dropped as of the last history run
+        self._crashes_logged: Set[Tuple[str, str]] = set()  # (source, error) with a traceback logged
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -258,8 +260,9 @@ class Poller:
         except OSError as exc:
             log.error("cannot create state directory %s (%s); history kept in memory", state_dir, exc)
             history = History(None, retention_days=self.config.history_retention_days,
-                           min_interval_seconds=self.config.history_sample_interval_seconds)
-            history.healthy = False  # asked for a file and did not get one: ssd_history_healthy 0
+                              min_interval_seconds=self.config.history_sample_interval_seconds)
+            history.lost_file = True  # asked for a file and did not get one: ssd_history_healthy 0
+            history.healthy = False
             return history
         return History(path, retention_days=self.config.history_retention_days,
                        min_interval_seconds=self.config.history_sample_interval_seconds)
@@ -275,9 +278,9 @@ class Poller:
 
     def poll_once(self) -> Snapshot:
         """Run every source once, in dependency order (used by ``ssdfleet collect``)."""
-        self.run_discovery()
+        self._guarded("discovery", self.run_discovery)
         for name in self.config.collectors:
-            self._run_source(name)
+            self._guarded(name, functools.partial(self._run_source, name))
         return self._snapshot
 
     def start(self) -> None:
@@ -320,15 +323,22 @@ class Poller:
                     log.exception("snapshot listener %r failed", fn)
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop the sources, wait up to ``timeout`` in all for their threads, then flush and
+        close the history. A thread still busy then (a hung sysfs read) is left behind: it is
+        a daemon thread and its source writes nothing more."""
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self._discover_soon.set()
         self._published.set()
         self._smart_first_pass.set()
         with self._lock:
             self._idle.notify_all()
-        for t in self._threads:
-            t.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        left = [t.name for t in self._threads if t.is_alive()]
+        if left:
+            log.warning("stopping: %s still busy after %.1fs; not waiting for them", ", ".join(left), timeout)
         self.history.close()
 
     def _loop(self, name: str, interval: float, fn: Callable[[], None], run_now: bool) -> None:
@@ -346,16 +356,7 @@ class Poller:
             self._smart_first_pass.wait(self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds + 5)
         while not self._stop.is_set():
             started = time.monotonic()
-            try:
-                fn()
-            except Exception:  # a bug in one source must not stop the others
-                log.exception("collector %s crashed; it will run again in %.0fs", name, interval)
-                with self._lock:
-                    src = self._sources[name]
-                    src.success = False
-                    src.errors_total += 1
-                    src.error = "internal error (see log)"
-                    self._rebuild()
+            self._guarded(name, fn, interval)
             # A little jitter keeps a fleet of agents from probing in lockstep.
             delay = max(0.0, interval - (time.monotonic() - started)) * random.uniform(0.95, 1.05)
             wake.wait(delay)
@@ -363,6 +364,29 @@ class Poller:
                 wake.clear()
             if self._stop.is_set():
                 return
+
+    def _guarded(self, name: str, fn: Callable[[], None], interval: Optional[float] = None) -> None:
+        """Run one source; a source that raises is failed for that run (``ssd_collector_success``
+        0, its error counter up) and logged with its traceback once per distinct error, one
+        line after that, so a bug that repeats every cycle cannot flood the log."""
+        try:
+            fn()
+        except Exception as exc:  # a bug in one source must not stop the others
+            message = f"{type(exc).__name__}: {exc}"
+            again = f"; it will run again in {interval:.0f}s" if interval else ""
+            if (name, message) in self._crashes_logged:
+                log.error("collector %s crashed again (%s)%s", name, message, again)
+            else:
+                self._crashes_logged.add((name, message))
+                log.exception("collector %s crashed (%s)%s", name, message, again)
+            with self._lock:
+                src = self._sources[name]
+                src.ran = True
+                src.success = False
+                src.errors_total += 1
+                src.error = f"internal error: {message}"[:300]
+                src.last_run = self.clock()
+                self._rebuild()
 
     def _run_source(self, name: str) -> None:
         {
@@ -577,7 +601,10 @@ class Poller:
                 continue
             if self._stop.is_set():
                 break
-            futures[t.key] = self._executor.submit(self._read_smart, t, use_json)
+            try:
+                futures[t.key] = self._executor.submit(self._read_smart, t, use_json)
+            except RuntimeError:  # the executor was shut down: the poller is stopping
+                break
         with self._lock:
             self._smart_inflight.update(futures)
         done, _ = wait_futures(list(futures.values()), timeout=budget)
@@ -860,9 +887,13 @@ class Poller:
             src = self._sources["history"]
             src.ran = True
             src.last_run = self.clock()
-            src.success = bool(getattr(self.history, "healthy", True))
+            dropped = sum(getattr(self.history, "dropped_total", {}).values())
+            new_drops = dropped > self._history_dropped_seen
+            self._history_dropped_seen = dropped
+            src.success = bool(getattr(self.history, "healthy", True)) and not new_drops
             src.errors_total = int(getattr(self.history, "errors_total", 0))
-            src.error = None if src.success else "history not on disk (see log)"
+            src.error = None if src.success else (
+                getattr(self.history, "last_error", None) or "history not on disk (see log)")
 
     # ------------------------------------------------------------------ snapshot
 
@@ -926,6 +957,7 @@ class Poller:
             created=now,
             problems=tuple(f"{k}: {v}" for k, v in sorted(problems.items())),
             stuck=tuple(sorted(self._stuck)),
+            history_dropped=tuple(sorted(getattr(self.history, "dropped_total", {}).items())),
         )
         self._published.set()
 

@@ -451,11 +451,17 @@ class ProbeHelper:
         return result
 
 
-def _read_request(conn: socket.socket) -> bytes:
-    conn.settimeout(REQUEST_READ_TIMEOUT)
+def _read_request(conn: socket.socket, timeout: float = REQUEST_READ_TIMEOUT) -> bytes:
+    """The whole request, which must arrive within ``timeout`` seconds in all: the deadline is
+    for the request, not for each read (a byte every few seconds does not extend it)."""
+    deadline = time.monotonic() + timeout
     chunks: List[bytes] = []
     size = 0
     while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise socket.timeout("request deadline passed")
+        conn.settimeout(remaining)
         chunk = conn.recv(16384)
         if not chunk:
             return b"".join(chunks)
@@ -548,11 +554,23 @@ def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
     log.info("probe helper listening on %s (mode %o%s); dev root %s", socket_path, SOCKET_MODE,
              f", group {group}" if group else "", config.paths.dev)
 
+    # Connections still sending their request, oldest first: at the cap a new connection
+    # closes the oldest of these, so slow clients cannot hold every slot against the agent.
+    reading: Dict[socket.socket, float] = {}
+    reading_lock = threading.Lock()
+    last_eviction_log = [0.0]
+
     def _serve_one(conn: socket.socket) -> None:
         peer = _peer(conn)
         try:
             try:
-                raw = _read_request(conn)
+                with reading_lock:
+                    reading[conn] = time.monotonic()
+                try:
+                    raw = _read_request(conn)
+                finally:
+                    with reading_lock:
+                        reading.pop(conn, None)
                 if not raw:
                     # Connect-and-close is how a supervisor or a test checks the helper is up.
                     log.debug("empty request from %s (a liveness check)", peer)
@@ -585,7 +603,22 @@ def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
                 log.error("accept failed: %s", exc)
                 time.sleep(0.1)
                 continue
-            if not connections.acquire(blocking=False):
+            admitted = connections.acquire(blocking=False)
+            if not admitted:
+                with reading_lock:
+                    victim = min(reading, key=reading.get) if reading else None
+                if victim is not None:
+                    now = time.monotonic()
+                    if now - last_eviction_log[0] >= 60.0:
+                        last_eviction_log[0] = now
+                        log.warning("too many connections; closing the oldest one still sending its "
+                                    "request (logged at most once a minute)")
+                    try:
+                        victim.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                admitted = connections.acquire(timeout=1.0)
+            if not admitted:
                 log.warning("too many connections; refusing one from %s", _peer(conn))
                 try:
                     conn.settimeout(1.0)

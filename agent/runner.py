@@ -92,6 +92,49 @@ class _Reaper:
 REAPER = _Reaper()
 
 
+class _Live:
+    """Process groups of tools running now, so a stopping agent can end them all (SIGTERM to
+    the agent must not orphan a smartctl in flight), and a gate that refuses new ones once
+    the agent is stopping."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: Dict[int, subprocess.Popen] = {}
+        self.stopping = threading.Event()
+
+    def add(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._groups[proc.pid] = proc
+
+    def discard(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._groups.pop(proc.pid, None)
+
+    def pids(self) -> List[int]:
+        with self._lock:
+            return list(self._groups)
+
+    def terminate_all(self, grace: float) -> int:
+        """SIGTERM every live group, SIGKILL what is left after ``grace``. Returns how many
+        groups were signalled. Never waits for a process that will not die: the run_tool call
+        that owns it reaps it or hands it to the reaper. Setting :attr:`stopping` first (the
+        agent's shutdown does) makes run_tool refuse to start new tools."""
+        with self._lock:
+            procs = list(self._groups.values())
+        for proc in procs:
+            _killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(0.05)
+        for proc in procs:
+            if proc.poll() is None:
+                _killpg(proc.pid, signal.SIGKILL)
+        return len(procs)
+
+
+LIVE = _Live()
+
+
 def _killpg(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -120,6 +163,8 @@ def run_tool(
     """Run ``argv`` and return what it printed, never raising for the tool's faults."""
     argv = tuple(str(a) for a in argv)
     start = time.monotonic()
+    if LIVE.stopping.is_set():
+        return ToolResult(argv, None, b"", b"", 0.0, error=f"{argv[0]}: not started, the agent is stopping")
     try:
         proc = subprocess.Popen(
             argv,
@@ -137,7 +182,15 @@ def run_tool(
     except OSError as exc:
         reason = errno.errorcode.get(exc.errno or 0, str(exc))
         return ToolResult(argv, None, b"", b"", 0.0, error=f"{argv[0]}: cannot run ({reason})")
+    LIVE.add(proc)
+    try:
+        return _collect(proc, argv, start, timeout, grace, max_output)
+    finally:
+        LIVE.discard(proc)
 
+
+def _collect(proc: subprocess.Popen, argv: tuple, start: float, timeout: float, grace: float,
+             max_output: int) -> ToolResult:
     out = bytearray()
     err = bytearray()
     truncated = False

@@ -4,7 +4,8 @@ It asks the running agent's ``/api/v1/drives`` when one answers, so it shows the
 Prometheus and the ``/`` page see (with history-based projections and the drive's history);
 otherwise it polls once by itself and says so. The exit code follows the Nagios plugin
 convention (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN when no drive's health could be read) so
-it can run from cron or an existing monitoring system.
+it can run from cron or an existing monitoring system. A drive without health data is a
+warning (its health is unknown), so a host where most drives cannot be read is never "OK".
 
 Everything here works on the JSON form of :class:`agent.views.DriveView` (a dict), whether
 it came over HTTP or from a local poll, so both paths print the same thing.
@@ -572,8 +573,14 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
 
 # -- getting the data ----------------------------------------------------------------
 
+class AgentRefused(Exception):
+    """An agent answers at the URL but not with the drives (401, a TLS failure, an error):
+    polling locally instead would hide that, so status says so and exits UNKNOWN."""
+
+
 def fetch(url: str, timeout: float = 2.0, auth: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], str]:
-    """The running agent's /api/v1/drives, or None and why not."""
+    """The running agent's /api/v1/drives, or None and why not when no agent listens there.
+    Raises :class:`AgentRefused` when something answers but not with the drives."""
     req = urllib.request.Request(url.rstrip("/") + "/api/v1/drives")
     if auth:
         req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
@@ -582,11 +589,31 @@ def fetch(url: str, timeout: float = 2.0, auth: Optional[str] = None) -> Tuple[O
             return json.loads(resp.read().decode("utf-8")), ""
     except urllib.error.HTTPError as exc:
         hint = f" (set {AUTH_ENV}=user:password)" if exc.code == 401 else ""
-        return None, f"HTTP {exc.code}{hint}"
+        raise AgentRefused(f"the agent at {url} answered HTTP {exc.code}{hint}") from None
     except (urllib.error.URLError, OSError) as exc:
-        return None, str(getattr(exc, "reason", exc))
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, (ConnectionRefusedError, FileNotFoundError)):
+            return None, str(reason)  # nobody listens: poll here
+        raise AgentRefused(f"cannot read the agent at {url}: {reason}") from None
     except ValueError as exc:
-        return None, f"not JSON: {exc}"
+        raise AgentRefused(f"the agent at {url} did not answer JSON: {exc}") from None
+
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def defang(value: Any) -> Any:
+    """Every string in ``value`` (a drive view, the collectors, the problems) with control
+    characters written as escapes (``\\x1b``), recursively, keys too. Serials, models and
+    tool messages come from the drives and their tools: an escape sequence in a serial must
+    not reach the terminal."""
+    if isinstance(value, str):
+        return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
+    if isinstance(value, dict):
+        return {defang(k): defang(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [defang(v) for v in value]
+    return value
 
 
 def local_poll(config) -> Dict[str, Any]:
@@ -610,11 +637,11 @@ def local_poll(config) -> Dict[str, Any]:
 
 
 def overall(drives: List[Dict[str, Any]]) -> str:
-    """Worst severity of the drives that could be read; unknown when none could."""
-    readable = [d for d in drives if has_health_data(d)]
-    if not readable:
+    """Worst severity of all drives (a drive without health data is a warning); unknown when
+    no drive could be read at all."""
+    if not any(has_health_data(d) for d in drives):
         return UNKNOWN
-    return max((d.get("severity") or OK for d in readable), key=severity_rank)
+    return max((d.get("severity") or OK for d in drives), key=severity_rank)
 
 
 def _agent_url(args, config) -> str:
@@ -658,13 +685,20 @@ def main(args, make_config) -> int:
     auth = os.environ.get(AUTH_ENV) or None
     first = True
     while True:
-        data, why = (None, "--local") if args.local else fetch(url, auth=auth)
+        try:
+            data, why = (None, "--local") if args.local else fetch(url, auth=auth)
+        except AgentRefused as exc:
+            sys.stderr.write(f"ssdfleet status: {exc}; not polling locally behind a running agent "
+                             "(--local does)\n")
+            return UNKNOWN_EXIT
         if data is not None:
             data["source"] = f"agent at {url}"
         else:
             data = local_poll(config)
             data["source"] = f"one poll by this command (no agent answered at {url}: {why})" if not args.local \
                 else "one poll by this command (--local)"
+        if not args.json:
+            data = defang(data)  # JSON escapes control characters itself
         drives = data.get("drives") or []
         if args.drive:
             drives = [d for d in drives if _matches(d, args.drive)]

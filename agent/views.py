@@ -221,6 +221,11 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
     if (v.data_age_seconds is not None and v.data_age_seconds > STALE_WARNING_SECONDS
             and v.power_state != "standby"):
         flags.append(Flag(WARNING, f"health data is {v.data_age_seconds / 60:.0f} min old (last poll failed?)", "stale"))
+    if v.data_age_seconds is None:
+        # Known from sysfs only: no health tool ever answered for it. Its health is unknown,
+        # and unknown is not "OK" (a host whose smartctl fails on 8 of 9 drives must not look
+        # green).
+        flags.append(Flag(WARNING, "no health data: no tool could read this drive", "no_health_data"))
     return flags
 
 

@@ -101,6 +101,12 @@ _CIPHERS_TLS12 = {
     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
     "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
 }
+# TLS 1.2 suites when the web config names none: ECDHE with AES-GCM or ChaCha20-Poly1305.
+DEFAULT_TLS12_CIPHERS = (
+    "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+)
 # TLS 1.3 suites are not configurable in Go either: accepted and ignored, as Go does.
 _CIPHERS_TLS13 = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
 
@@ -117,6 +123,7 @@ _EXTRA_HEADERS: Dict[str, Optional[Tuple[str, ...]]] = {
 }
 
 # $2a$/$2b$/$2y$, two-digit cost, 22 characters of salt and 31 of hash in bcrypt's base64.
+MAX_BCRYPT_COST = 16  # about 5 s per check on a 2020s core
 _BCRYPT_RE = re.compile(r"^\$2[aby]\$(\d\d)\$[./A-Za-z0-9]{53}$")
 
 
@@ -445,8 +452,11 @@ def _parse_users(raw: Any) -> Mapping[str, bytes]:
                 "cost, salt and hash; plain passwords are not accepted)"
             )
         cost = int(_BCRYPT_RE.match(hashed).group(1))  # type: ignore[union-attr]
-        if not 4 <= cost <= 31:
-            raise WebConfigError(f"{where}.{user}: bcrypt cost {cost} is outside 4..31")
+        if not 4 <= cost <= MAX_BCRYPT_COST:
+            # bcrypt allows up to 31, but each step doubles the time: at 31 one check takes
+            # days, and the start (which checks every hash once) would hang without a word.
+            raise WebConfigError(f"{where}.{user}: bcrypt cost {cost} is outside 4..{MAX_BCRYPT_COST} "
+                                 "(each step doubles the time of every login; 10 to 12 is usual)")
         encoded = hashed.encode("ascii")
         try:
             # One bcrypt per user at start: catches a hash the library would refuse later
@@ -488,6 +498,11 @@ def ssl_context(cfg: Optional[WebConfig]) -> Optional[ssl.SSLContext]:
                 f"tls_server_config.client_ca_file {tls.client_ca_file}: no usable PEM certificates: {err}"
             ) from None
     openssl_ciphers = [_CIPHERS_TLS12[c] for c in tls.cipher_suites if c in _CIPHERS_TLS12]
+    if not openssl_ciphers:
+        # Not OpenSSL's defaults, which on TLS 1.2 still accept CBC suites (AES-SHA with
+        # HMAC: padding-oracle prone): forward-secret AEAD suites only, unless the web config
+        # names suites itself. TLS 1.3 is unaffected (its suites are all AEAD).
+        openssl_ciphers = list(DEFAULT_TLS12_CIPHERS)
     if openssl_ciphers:
         try:
             ctx.set_ciphers(":".join(openssl_ciphers))
@@ -651,6 +666,10 @@ class _SuccessCache:
         return len(self._entries)
 
 
+class _Busy(Exception):
+    """Too many bcrypt checks waiting: answer 503 now."""
+
+
 class BasicAuthMiddleware:
     """Pure ASGI middleware requiring HTTP basic auth checked against bcrypt hashes.
 
@@ -663,7 +682,10 @@ class BasicAuthMiddleware:
       and stored hash, so a scrape every 15 s costs one bcrypt per process, not one per scrape.
       Failures are not cached: each wrong guess costs the guesser a full bcrypt.
     - bcrypt runs in a worker thread, one at a time (as exporter-toolkit's mutex does), so the
-      event loop keeps serving while a hash is checked.
+      event loop keeps serving while a hash is checked. At most ``bcrypt_queue`` checks wait;
+      more unverified logins get ``503`` with ``Retry-After`` at once, so a flood of wrong
+      passwords cannot hold connections or delay a scraper whose credentials are cached.
+      A wrong guess repeated is refused from a bounded cache without another bcrypt.
     - ``exempt_paths`` are matched exactly. The default leaves ``/healthz`` open so liveness
       checks (systemd, load balancers, orchestrators) need no secret; it must say only "up".
     - Lifespan events pass straight through; WebSocket connections without credentials are
@@ -677,6 +699,7 @@ class BasicAuthMiddleware:
         realm: str = "ssdfleet",
         exempt_paths: Iterable[str] = ("/healthz",),
         cache_size: int = 64,
+        bcrypt_queue: int = 8,
     ) -> None:
         if not realm or any(c in realm for c in '"\\') or not realm.isprintable():
             raise ValueError(f"realm {realm!r} must be printable and contain no quotes or backslashes")
@@ -687,6 +710,11 @@ class BasicAuthMiddleware:
         self._exempt = frozenset(exempt_paths)
         self._challenge = f'Basic realm="{realm}"'.encode("latin-1")
         self._cache = _SuccessCache(cache_size)
+        # Wrong guesses already checked (same key: user, password, hash). Repeating one costs
+        # nothing; each new guess still costs a full bcrypt.
+        self._refused = _SuccessCache(1024)
+        self._bcrypt_waiting = 0  # checks queued or running (event loop only: no lock needed)
+        self._bcrypt_queue = bcrypt_queue
         # Requests waiting for bcrypt wait here, not in anyio's shared thread pool, so a burst
         # of bad logins cannot take the threads that sync endpoints run in.
         self._bcrypt_limiter = anyio.CapacityLimiter(1)
@@ -699,7 +727,20 @@ class BasicAuthMiddleware:
         if scope["type"] not in ("http", "websocket") or scope.get("path") in self._exempt:
             await self.app(scope, receive, send)
             return
-        if await self._authenticated(scope):
+        try:
+            authenticated = await self._authenticated(scope)
+        except _Busy:
+            # More unverified logins queued than bcrypt can check in time: answer at once
+            # rather than hold the connection (credentials already accepted never get here).
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1013})
+                return
+            await send({"type": "http.response.start", "status": 503,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"retry-after", b"1"), (b"content-length", b"5")]})
+            await send({"type": "http.response.body", "body": b"Busy\n"})
+            return
+        if authenticated:
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
@@ -738,11 +779,21 @@ class BasicAuthMiddleware:
         if stored is not None and key in self._cache:
             return True
 
+        if key in self._refused:
+            return False  # the same wrong guess again: it already cost one bcrypt
+        if self._bcrypt_waiting >= self._bcrypt_queue:
+            raise _Busy()
         candidate = stored if stored is not None else self._dummy_hash
-        matched = await anyio.to_thread.run_sync(self._checkpw, password_bytes, candidate, limiter=self._bcrypt_limiter)
+        self._bcrypt_waiting += 1
+        try:
+            matched = await anyio.to_thread.run_sync(self._checkpw, password_bytes, candidate,
+                                                     limiter=self._bcrypt_limiter)
+        finally:
+            self._bcrypt_waiting -= 1
         if matched and stored is not None:
             self._cache.add(key)
             return True
+        self._refused.add(key)
         return False
 
     def _checkpw(self, password: bytes, hashed: bytes) -> bool:

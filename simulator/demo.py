@@ -19,6 +19,7 @@ import dataclasses
 import shutil
 import tempfile
 import time
+from pathlib import Path
 from typing import Dict, List, Optional
 
 from simulator import tool
@@ -84,9 +85,11 @@ BACKFILL_SECONDS = 2 * 3600.0
 
 
 def setup_simulated_host(drives: int = 6, speed: float = 3600.0, root: Optional[str] = None,
-                         backfill_seconds: float = BACKFILL_SECONDS) -> Dict[str, str]:
+                         backfill_seconds: float = BACKFILL_SECONDS,
+                         state_dir: Optional[str] = None) -> Dict[str, str]:
     """Build a simulated host and return the agent's argparse overrides (tool paths, sysfs,
     procfs, state dir). With ``root`` None a temporary directory is used and removed at exit.
+    ``state_dir`` (``--state-dir``) puts the history there instead of under ``root``.
 
     The drives have been running for ``backfill_seconds`` of real time already (that many
     seconds times ``speed`` of simulated time), and the history file in the state directory
@@ -99,6 +102,10 @@ def setup_simulated_host(drives: int = 6, speed: float = 3600.0, root: Optional[
     now = time.time()
     specs = demo_drives(drives, now - backfill_seconds * speed)
     host = SimHost(root, [_used_by(s, now) for s in specs], speed=speed, sim_start=now)
+    if state_dir is not None:
+        # the user's --state-dir: the seeded history goes where the agent will read it
+        host.state_dir = Path(state_dir)
+        host.state_dir.mkdir(parents=True, exist_ok=True)
     if backfill_seconds > 0 and speed > 0:
         seed_history(host, now - backfill_seconds, now)
     host.start_refresher(1.0)

@@ -64,7 +64,7 @@ def test_sysfs_write_through_is_seen_without_hdparm(host):
 
 
 @pytest.mark.parametrize("content", [b"garbage, not a database" * 100, b"SQLite format 3\x00" + b"\x00" * 40])
-def test_corrupt_history_is_moved_aside_and_agent_serves(host, content):
+def test_corrupt_history_is_moved_aside_and_agent_records_to_a_new_file(host, content):
     db = host.state / "history.sqlite"
     db.write_bytes(content)
     agent = AgentProcess(host, FAST)
@@ -77,10 +77,13 @@ def test_corrupt_history_is_moved_aside_and_agent_serves(host, content):
         with open(moved[0], "rb") as fh:
             assert fh.read() == content
         assert "history" in agent.log().lower()
-        # the history runs in memory now, and says so
+        # history goes on in a new file at the same path; the damage is counted
         s = wait_for(lambda: (lambda s: s if value(s, "ssd_history_healthy") is not None else None)(scrape(agent)))
-        assert value(s, "ssd_history_healthy") == 0
-        assert value(s, "ssd_collector_success", collector="history") == 0
+        assert value(s, "ssd_history_healthy") == 1
+        assert value(s, "ssd_collector_errors_total", collector="history") >= 1
+        assert "moved it to" in agent.log()
+        with open(db, "rb") as fh:
+            assert fh.read(16) == b"SQLite format 3\x00"
     finally:
         agent.stop()
 

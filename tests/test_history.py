@@ -328,7 +328,7 @@ def _good_file(path: str) -> None:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage"])
-def test_damaged_file_is_moved_aside_and_history_runs_in_memory(tmp_path, caplog, damage):
+def test_damaged_file_is_moved_aside_its_rows_recovered_and_history_goes_on_in_a_new_file(tmp_path, caplog, damage):
     path = str(tmp_path / "h.sqlite")
     if damage == "truncated":
         _good_file(path)
@@ -346,19 +346,26 @@ def test_damaged_file_is_moved_aside_and_history_runs_in_memory(tmp_path, caplog
     clock = Clock(T0 + 500 * HOUR)
     with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
         h = History(path, clock=clock)
-    assert h.healthy is False and h.in_memory
+    # recording goes on in a new file at the same path, on disk
+    assert h.healthy is True and not h.in_memory
     assert h.moved_aside == f"{path}.corrupt-{int(clock.now)}"
     assert open(h.moved_aside, "rb").read() == damaged  # kept for a post-mortem
-    assert not os.path.exists(path)
+    assert os.path.exists(path)
     if damage == "garbage":
-        assert os.path.exists(h.moved_aside + "-wal") and not os.path.exists(path + "-wal")
+        assert os.path.exists(h.moved_aside + "-wal")
+        assert h.recovered_rows == 0
+    else:
+        # the rows in the surviving half of the table are copied into the new file
+        assert 0 < h.recovered_rows < 1200
     assert any("moved it to" in r.getMessage() for r in caplog.records)
     assert h.errors_total >= 1
+    recovered = h.recovered_rows
 
     fill(h, "A", clock.now - 10 * HOUR, 5)
-    assert len(h.samples("A")) == 5
+    assert len([s for s in h.samples("A") if s.ts >= clock.now - 10 * HOUR]) == 5
     assert h.write_rate("A", clock.now) == pytest.approx(1e6)
     h.close()
+    assert rows_on_disk(path) == recovered + 5
 
 
 def test_locked_file_at_open_is_left_alone(tmp_path):
@@ -765,3 +772,216 @@ def test_poller_writes_while_http_reads(tmp_path):
     h.close()
     h.close()  # idempotent
     h.record("S1", T0 + 5000 * HOUR, drive(host=1))  # after close: ignored, no raise
+
+
+# -- any integer a tool prints is stored (issue 13, item 1) ------------------------------
+
+HUGE = (2**63, 2**64 - 1, 10**29, -(2**63) - 1, 2**63 - 1, -(2**63))
+
+
+@pytest.mark.parametrize("value", HUGE)
+def test_any_integer_is_stored_losslessly_and_survives_a_restart(tmp_path, value):
+    path = tmp_path / "h.sqlite"
+    clock = Clock()
+    with History(str(path), clock=clock) as h:
+        h.record("S1", T0, drive(host=value, nand=value, poh=value))
+        assert h.healthy and h.pending_count == 0 and h.dropped_total == {}
+    with History(str(path), clock=clock) as h:
+        (s,) = h.samples("S1")
+        assert (s.host_written_bytes, s.nand_written_bytes, s.power_on_seconds) == (value, value, value)
+        assert type(s.host_written_bytes) is int
+    assert rows_on_disk(path) == 1
+
+
+def test_nan_is_not_reported_and_infinity_is_kept(tmp_path):
+    with History(str(tmp_path / "h.sqlite"), clock=Clock()) as h:
+        h.record("S1", T0, drive(life=float("nan"), bad=float("inf")))
+        (s,) = h.samples("S1")
+        assert s.life_left_ratio is None and s.bad_block_ratio == float("inf")
+
+
+def test_a_row_sqlite_refuses_costs_that_row_only(tmp_path, caplog):
+    """A value of a type SQLite cannot bind (a parser bug) is dropped with a counted reason and
+    one log line; the same flush writes every other drive's sample, and nothing stays queued
+    to fail the next flush."""
+    path = tmp_path / "h.sqlite"
+    clock = Clock()
+    h = History(str(path), clock=clock)
+    bad = drive(host=1000).replace(serial="BAD", host_written_bytes=complex(1, 2))
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        for i in range(3):
+            now = T0 + i * HOUR
+            h.record("GOOD1", now, drive(host=1000 + i))
+            h.record("BAD", now, bad)
+            h.record("GOOD2", now, drive(host=2**64 + i))
+            assert h.pending_count == 0
+    assert h.dropped_total == {"unsupported_type": 3}
+    assert h.errors_total == 3
+    assert h.healthy  # the storage is fine; the poller fails the run that dropped (below)
+    h.close()
+    assert rows_on_disk(path) == 6
+    drops = [r for r in caplog.records if "dropped the sample of BAD" in r.getMessage()]
+    assert len(drops) == 1, "logged once per reason, not once per cycle"
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_poller_stores_an_all_ones_nvme_counter_and_stays_healthy(tmp_path):
+    """The issue's case end to end: an NVMe data_units_written of all ones from the real
+    capture. Every drive keeps its history; ssd_history_healthy and the smartctl collector are
+    1; the counter reads back exactly."""
+    from agent.metrics import make_registry
+    from agent.poller import Poller
+    from tests.fakehost import build_default_host
+
+    host = build_default_host(tmp_path)
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
+    doc["nvme_smart_health_information_log"]["data_units_written"] = 2**64 - 1
+    host.set_response("smartctl", "nvme0", json.dumps(doc))
+    config = host.config(history=True, state_dir=str(tmp_path / "state"))
+    poller = Poller(config)
+    try:
+        for _ in range(2):
+            poller.poll_once()
+        registry = make_registry(poller.snapshot)
+        assert registry.get_sample_value("ssd_history_healthy") == 1
+        assert registry.get_sample_value("ssd_collector_success", {"collector": "smartctl"}) == 1
+        assert registry.get_sample_value("ssd_history_samples_dropped_total", {"reason": "out_of_range"}) == 0
+        serials = poller.history.serials()
+        assert len(serials) == 4
+        # The normaliser withholds a counter no drive can reach (evidence.contain) before it
+        # gets here: the drive's history goes on without it, the reason is on the reading.
+        drive = next(d for d in poller.snapshot().drives if d.reading.kind == "nvme"
+                     and "host_written_bytes_withheld" in d.reading.extra)
+        assert drive.reading.host_written_bytes is None
+        assert poller.history.samples(drive.serial)[0].host_written_bytes is None
+    finally:
+        poller.stop()
+
+
+def test_collect_with_an_all_ones_counter_prints_the_table(tmp_path):
+    from tests.fakehost import build_default_host
+
+    host = build_default_host(tmp_path)
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
+    doc["nvme_smart_health_information_log"]["data_units_written"] = 2**64 - 1
+    host.set_response("smartctl", "nvme0", json.dumps(doc))
+    r = subprocess.run([sys.executable, "-m", "agent", "collect"] + host.config_args(),
+                       capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "nvme0" in r.stdout and "Traceback" not in r.stderr
+
+
+# -- recover what can be read, keep recording to a file (issue 13, item 6) -----------------
+
+
+def test_one_damaged_index_page_costs_no_rows(tmp_path, caplog):
+    """90,000 rows, and the root page of the time index overwritten: the file is moved aside,
+    every row is read from the table (which is intact) into a new file, and recording goes
+    on there."""
+    path = str(tmp_path / "h.sqlite")
+    History(path).close()
+    conn = sqlite3.connect(path)
+    with conn:
+        for n in range(5):
+            conn.executemany("INSERT INTO samples (serial, ts, host_written_bytes) VALUES (?, ?, ?)",
+                             [(f"D{n}", T0 + i * 600.0, i * 1000) for i in range(18_000)])
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'samples_ts'").fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with open(path, "r+b") as f:
+        f.seek((root - 1) * page_size)
+        f.write(os.urandom(page_size))
+    clock = Clock(T0 + 18_000 * 600.0)
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        h = History(path, clock=clock)
+    assert h.moved_aside and os.path.exists(h.moved_aside)
+    assert h.recovered_rows == 90_000
+    assert h.healthy and not h.in_memory
+    h.record("D0", clock.now + 600, drive(host=10**9))
+    h.close()
+    assert rows_on_disk(path) == 90_001
+    assert sum("recovered 90000 of its rows" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_fifo_as_the_history_file_does_not_hang_the_start(tmp_path, caplog):
+    path = tmp_path / "history.sqlite"
+    os.mkfifo(path)
+    with caplog.at_level(logging.ERROR, logger="ssdfleet.history"):
+        h = History(str(path), clock=Clock(T0))
+    assert h.in_memory and not h.healthy
+    h.record("S1", T0, drive(host=1))
+    assert len(h.samples("S1")) == 1
+    h.close()
+    assert any("not a regular file" in r.getMessage() for r in caplog.records)
+
+
+_FULL_AT_START_CHILD = r"""
+import json, os, resource, signal, sys
+from agent.history import History
+from agent.model import DriveReading
+path = sys.argv[1]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+# the disk is full before the agent starts: no file may grow, the -shm cannot be created
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.RLIM_INFINITY))
+h = History(path, clock=lambda: 1_700_000_000.0 + 1000 * 3600, reopen_interval_seconds=0)
+at_start = {"healthy": h.healthy, "old": len(h.samples("OLD"))}
+for i in range(3):
+    h.record("NEW", 1_700_000_000.0 + (901 + i) * 3600, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=i))
+while_full = {"healthy": h.healthy, "pending": h.pending_count, "old": len(h.samples("OLD"))}
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))  # space again
+h.record("NEW", 1_700_000_000.0 + 910 * 3600, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=9))
+after = {"healthy": h.healthy, "pending": h.pending_count}
+h.close()
+print(json.dumps({"at_start": at_start, "while_full": while_full, "after": after}), flush=True)
+"""
+
+
+def test_full_disk_at_start_keeps_the_old_rows_and_writes_once_there_is_space(tmp_path):
+    path = str(tmp_path / "h.sqlite")
+    with History(path, clock=Clock(T0 + 900 * HOUR)) as h:
+        fill(h, "OLD", T0, 900)
+    os.remove(path + "-shm") if os.path.exists(path + "-shm") else None
+    out = subprocess.run([sys.executable, "-c", _FULL_AT_START_CHILD, path], capture_output=True,
+                         env=child_env(), timeout=120)
+    assert out.returncode == 0, out.stderr.decode()
+    result = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert result["at_start"] == {"healthy": False, "old": 900}, result
+    assert result["while_full"] == {"healthy": False, "pending": 3, "old": 900}, result
+    assert result["after"] == {"healthy": True, "pending": 0}, result
+    assert rows_on_disk(path) == 904
+
+
+_NOBODY_CHILD = r"""
+import json, os, sys
+from agent.history import History  # imported first: nobody cannot read root's Python
+from agent.model import DriveReading
+os.setgid(65534); os.setuid(65534)
+h = History(sys.argv[1], clock=lambda: 1_700_000_000.0)
+h.record("S1", 1_700_000_000.0, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=1))
+print(json.dumps({"moved_aside": h.moved_aside, "healthy": h.healthy, "samples": len(h.samples("S1"))}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a file another user cannot read")
+def test_a_valid_file_the_agent_cannot_read_is_left_alone(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(shared, 0o777)
+    path = str(shared / "h.sqlite")
+    with History(path, clock=Clock(T0 + 10 * HOUR)) as h:
+        fill(h, "A", T0, 10)
+    os.chmod(path, 0o600)  # root-owned 0600: a valid file the agent's user cannot read
+    for extra in ("-wal", "-shm"):
+        if os.path.exists(path + extra):
+            os.remove(path + extra)
+    out = subprocess.run([sys.executable, "-c", _NOBODY_CHILD, path], capture_output=True,
+                         env=child_env(), timeout=60, cwd="/")
+    if out.returncode != 0 and b"PermissionError" in out.stderr and b"setgid" in out.stderr:
+        pytest.skip("cannot switch to nobody here")
+    assert out.returncode == 0, out.stderr.decode()
+    result = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert result == {"moved_aside": None, "healthy": False, "samples": 1}, result
+    assert os.path.exists(path) and not [p for p in os.listdir(shared) if ".corrupt-" in p]
+    assert rows_on_disk(path) == 10

@@ -434,3 +434,14 @@ def test_empty_snapshot_says_unknown():
     assert "no drives found" in page and 'data-severity="unknown"' in page
     assert "<title>UNKNOWN" in page
 
+
+
+def test_narrow_screens_stack_each_drive_instead_of_cutting_columns():
+    """Issue 13: at 800 px the table's right columns were cut off. Below NARROW_PX every cell
+    stacks under its column's name, one label per header."""
+    from agent import page as page_mod
+
+    css = page_mod._CSS
+    assert f"@media (max-width: {page_mod.NARROW_PX}px)" in css and page_mod.NARROW_PX > 800
+    for i, header in enumerate(page_mod.HEADERS, 1):
+        assert f'td:nth-child({i})::before {{ content:"{header}"; }}' in css

@@ -191,3 +191,32 @@ cat "{fixture_path('fakehost/scrutiny__smart-ata-full.json')}"
     print(f"\npeak concurrent smartctl reads: {peak} (cap 2)")
     assert peak == 2
     poller.stop()
+
+
+def test_a_source_that_raises_is_failed_for_that_run_and_collect_goes_on(tmp_path, caplog):
+    """A runner that raises (a probe-helper protocol bug, say) makes discovery raise: that run
+    is failed in ssd_collector_success and counted, the traceback is logged once, a repeat is
+    one line, and poll_once carries on with the other sources."""
+    import logging
+
+    host = build_default_host(tmp_path)
+
+    def broken_runner(argv, **kwargs):
+        raise RuntimeError("helper answered garbage")
+
+    config = Config(history=False, collectors=["smartctl", "diskstats"],
+                    tools=Tools(smartctl=str(host.bin / "smartctl")),
+                    paths=Paths(sysfs=str(host.sys), procfs=str(host.proc)))
+    poller = Poller(config, runner=broken_runner)
+    try:
+        with caplog.at_level(logging.ERROR, logger="ssdfleet.poller"):
+            poller.poll_once()
+            poller.poll_once()
+        registry = make_registry(poller.snapshot)
+        assert registry.get_sample_value("ssd_collector_success", {"collector": "discovery"}) == 0
+        assert registry.get_sample_value("ssd_collector_errors_total", {"collector": "discovery"}) == 2
+        assert registry.get_sample_value("ssd_collector_success", {"collector": "diskstats"}) == 1
+        crashes = [r for r in caplog.records if "collector discovery crashed" in r.getMessage()]
+        assert len(crashes) == 2 and sum(1 for r in crashes if r.exc_info) == 1
+    finally:
+        poller.stop()

@@ -438,3 +438,52 @@ def test_a_quarantine_refusal_is_a_field_of_the_answer_not_its_wording():
     assert not other.quarantined
     assert not decode(dict(base, error="probe helper refused: x", quarantined="yes")).quarantined
     assert not decode(base).quarantined  # an older helper without the field
+
+
+def test_trickling_clients_cannot_hold_the_helper(tmp_path, sockdir):
+    """Issue 13, item 8: the 5 s request deadline is for the whole request, not per read. One
+    byte every second is cut off at 5 s; 12 such clients (the helper's connection limit for
+    4 probes) do not make the agent's probes fail: a new connection at the limit closes the
+    oldest one still sending its request."""
+    import threading as _threading
+
+    host = build_default_host(tmp_path)
+    helper = HelperProcess(host, os.path.join(sockdir, "h.sock"), ["--tool-timeout", "5"])
+    stop = _threading.Event()
+    held: List[float] = []
+
+    def trickle() -> None:
+        while not stop.is_set():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            started = time.monotonic()
+            try:
+                s.connect(helper.socket_path)
+                while not stop.is_set():
+                    s.sendall(b"{")
+                    time.sleep(1.0)
+            except OSError:
+                held.append(time.monotonic() - started)
+            finally:
+                s.close()
+
+    try:
+        run = HelperRunner(helper.socket_path)
+        assert run(READ, timeout=10).exit_code == 0
+        clients = [_threading.Thread(target=trickle, daemon=True) for _ in range(12)]
+        for c in clients:
+            c.start()
+        time.sleep(1.0)
+        results = [run(READ, timeout=10) for _ in range(10)]
+        failed = [r.error for r in results if r.exit_code != 0]
+        time.sleep(5.0)
+        stop.set()
+        for c in clients:
+            c.join(10)
+        print(f"\n  agent probes failed: {len(failed)} of 10; trickling connections held at most "
+              f"{max(held):.1f}s ({len(held)} cut off)")
+        assert not failed, failed[:3]
+        assert held and max(held) < 5.0 + 2.0
+        assert helper.proc.poll() is None
+    finally:
+        stop.set()
+        helper.stop()

@@ -476,7 +476,9 @@ def test_successes_are_cached_and_unknown_users_still_cost_a_bcrypt(monkeypatch:
             assert (
                 test_client.get("/metrics", headers={"Authorization": basic("prometheus", "nope")}).status_code == 401
             )
-        assert len(calls) == 3  # failures are not cached
+        assert len(calls) == 2  # the same wrong guess again costs no second bcrypt
+        assert test_client.get("/metrics", headers={"Authorization": basic("prometheus", "nope2")}).status_code == 401
+        assert len(calls) == 3  # but every new guess does
         assert test_client.get("/metrics", headers={"Authorization": basic("mallory", "x")}).status_code == 401
         assert len(calls) == 4 and calls[-1] not in users.values()  # the decoy hash
         assert calls[-1][4:7] == users["prometheus"][4:7]  # same bcrypt cost
