@@ -67,10 +67,17 @@ def recorded_count(record: str, **matchers: str) -> str:
 
 
 WEAROUT = f"min by ({DRIVE_KEY}) (ssd_projected_wearout_timestamp_seconds{SEL})"
-# The 20 drives with the least life left, and every drive tied with the 20th: bottomk() alone
-# picks among equal values in an order each store decides for itself (Prometheus and
-# VictoriaMetrics show different drives), a threshold does not.
-WORST = f"ssd_life_left_ratio{SEL} <= scalar(max(bottomk(20, ssd_life_left_ratio{SEL})))"
+# The 20 drives with the least life left. Life left is mostly a whole percent, so hundreds of
+# drives can share the 20th value, and bottomk() picks among equal values in an order each
+# store decides for itself (Prometheus and VictoriaMetrics listed different drives). Ties are
+# broken by the data instead: at equal life left, the drive that has written more (its
+# lifetime host bytes, a fraction of the fleet's largest, times 1e-9: far below the 0.01 step
+# of a percent) ranks worse. Drives without a write counter keep their plain life left.
+WRITTEN_SHARE = f"ssd_host_written_bytes_total{SEL} / scalar(max(ssd_host_written_bytes_total{SEL}))"
+WORST = (
+    f"bottomk(20, (ssd_life_left_ratio{SEL} - 1e-9 * {WRITTEN_SHARE}) "
+    f"or ssd_life_left_ratio{SEL})"
+)
 # Fleet-wide panels read recording rules (deploy/prometheus/ssdfleet-recording.yml) wherever
 # one records what they show; the host and drive views read raw series, which stay cheap there.
 # The ten hottest drives per job, as the recording rule ranked them: every panel that shows
@@ -153,7 +160,7 @@ def _worst_drives_table():
     # Each column restricted to the 20 worst drives so the merged table has 20 rows.
     only_worst = f" and on ({DRIVE_KEY}) {WORST}"
     targets = [
-        query(per_drive(WORST, SEL), ref_id="A", as_table=True),
+        query(per_drive(f"ssd_life_left_ratio{SEL}{only_worst}", SEL), ref_id="A", as_table=True),
         query(per_drive(f"{WEAROUT} * 1000{only_worst}", SEL), ref_id="B", as_table=True),
         query(per_drive(f"ssd_write_rate_bytes_per_second{SEL} * {DAY}{only_worst}", SEL), ref_id="C", as_table=True),
         query(per_drive(f"ssd_spare_left_ratio{SEL}{only_worst}", SEL), ref_id="D", as_table=True),
@@ -162,7 +169,7 @@ def _worst_drives_table():
         "Worst 20 drives by life left",
         targets,
         description="Lowest ssd_life_left_ratio in the fleet, with model and kind from ssd_drive_info; "
-        "drives tied with the 20th are all listed. Click a row for the drive view.",
+        "at equal life left the drive that has written more comes first. Click a row for the drive view.",
         width=24,
         height=10,
         transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B", "Value #C", "Value #D"]),
