@@ -20,8 +20,14 @@ every query of the fleet dashboard (dashboards/json/ssdfleet-fleet.json) with ``
 substituted: as Grafana sends it (instant, or a range over the dashboard's 7 days) and
 repeated to take a median.
 
+With ``--before-dashboard OLD.json`` it also times the panels of another version of the fleet
+dashboard (``git show REF:dashboards/json/ssdfleet-fleet.json > OLD.json``) against the same
+Prometheus at the same moment, and prints both per panel: the before/after of a dashboard
+change. ``--output FILE`` writes everything printed after the backfill to FILE as well.
+
 Usage: ``python bench/fleet_scale.py [--hosts 2500] [--drives-per-host 8] [--days 30]
-[--workdir DIR] [--keep]``. Everything it starts is stopped at the end (and on Ctrl-C).
+[--before-dashboard OLD.json] [--output FILE] [--workdir DIR] [--keep]``. Everything it starts
+is stopped at the end (and on Ctrl-C).
 """
 
 from __future__ import annotations
@@ -346,6 +352,42 @@ def time_query(base: str, expr: str, instant: bool, now: float, repeat: int) -> 
     return statistics.median(times), n
 
 
+def time_dashboard(base: str, path: Path, jobs: List[str], now: float,
+                   repeat: int = 3) -> List[Tuple[str, str, bool, float, int]]:
+    """(panel, expr, instant, median seconds, series) for every query of a dashboard file."""
+    out = []
+    for title, expr, instant in dashboard_queries(path):
+        seconds, n = time_query(base, substitute(expr, jobs), instant, now, repeat)
+        out.append((title, expr, instant, seconds, n))
+    return out
+
+
+def per_panel(timings: List[Tuple[str, str, bool, float, int]]) -> Dict[str, Tuple[float, int]]:
+    """panel title -> (summed median seconds of its queries, number of queries), in order."""
+    panels: Dict[str, Tuple[float, int]] = {}
+    for title, _, _, seconds, _ in timings:
+        total, count = panels.get(title, (0.0, 0))
+        panels[title] = (total + seconds, count + 1)
+    return panels
+
+
+class Tee:
+    """print() to stdout and, from the moment it is opened, to a file too."""
+
+    def __init__(self) -> None:
+        self.file = None
+
+    def open(self, path: str) -> None:
+        self.file = open(path, "w", encoding="utf-8")
+
+    def __call__(self, *args, **kwargs) -> None:
+        print(*args, **kwargs)
+        if self.file is not None:
+            kwargs.pop("flush", None)
+            print(*args, file=self.file, **kwargs)
+            self.file.flush()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=2500)
@@ -355,7 +397,10 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=420, help="seconds of live scraping before measuring")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--before-dashboard", help="another fleet dashboard JSON to time alongside")
+    ap.add_argument("--output", help="also write the results to this file")
     args = ap.parse_args()
+    out = Tee()
     for tool in ("prometheus", "promtool"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed")
@@ -413,10 +458,14 @@ def main() -> int:
                 pass
             time.sleep(2)
         print(f"prometheus ready on {base}; scraping and evaluating for {args.settle:.0f} s", flush=True)
+        if args.output:
+            out.open(args.output)
+            out(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days at "
+                f"{args.step:g} s; live scrape every 60 s for {args.settle:.0f} s before measuring\n")
         stopping.wait(args.settle)
 
         head = api(base, "/api/v1/status/tsdb")["data"]["headStats"]
-        print(f"head: {head['numSeries']} series", flush=True)
+        out(f"head: {head['numSeries']} series", flush=True)
         groups: Dict[str, List[float]] = {}
         rule_times: Dict[str, List[float]] = {}
         errors = set()
@@ -429,33 +478,45 @@ def main() -> int:
                         errors.add(f"{r.get('name')}: {r['lastError']}")
             if stopping.wait(60):
                 break
-        print("\n| rule group | evaluation time (median of 4 readings) | max |")
-        print("|---|---:|---:|")
+        out("\n| rule group | evaluation time (median of 4 readings) | max |")
+        out("|---|---:|---:|")
         for name, values in groups.items():
-            print(f"| {name} | {statistics.median(values) * 1e3:.0f} ms | {max(values) * 1e3:.0f} ms |")
+            out(f"| {name} | {statistics.median(values) * 1e3:.0f} ms | {max(values) * 1e3:.0f} ms |")
         slow = sorted(rule_times.items(), key=lambda kv: -statistics.median(kv[1]))[:8]
-        print("\nslowest rules: " + "; ".join(f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
+        out("\nslowest rules: " + "; ".join(f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
         if errors:
-            print("rule errors: " + "; ".join(sorted(errors)))
+            out("rule errors: " + "; ".join(sorted(errors)))
 
         jobs = [v for v in api(base, "/api/v1/label/job/values")["data"] if v.startswith("ssdfleet")]
         qnow = time.time()
-        print("\n| panel | query | as sent | median | series |")
-        print("|---|---|---|---:|---:|")
+        out("\n| panel | query | as sent | median | series |")
+        out("|---|---|---|---:|---:|")
         totals = []
-        for title, expr, instant in dashboard_queries(ROOT / "dashboards" / "json" / "ssdfleet-fleet.json"):
-            q = substitute(expr, jobs)
-            seconds, n = time_query(base, q, instant, qnow, 3)
+        after = time_dashboard(base, ROOT / "dashboards" / "json" / "ssdfleet-fleet.json", jobs, qnow)
+        for title, expr, instant, seconds, n in after:
             totals.append(seconds)
             short = expr if len(expr) <= 70 else expr[:67] + "..."
-            print(f"| {title} | `{short}` | {'instant' if instant else 'range 7d/10m'} | "
-                  f"{seconds * 1e3:.0f} ms | {n} |", flush=True)
-        print(f"\ndashboard total (sequential): {sum(totals):.2f} s over {len(totals)} queries")
+            out(f"| {title} | `{short}` | {'instant' if instant else 'range 7d/10m'} | "
+                f"{seconds * 1e3:.0f} ms | {n} |", flush=True)
+        out(f"\ndashboard total (sequential): {sum(totals):.2f} s over {len(totals)} queries")
+        if args.before_dashboard:
+            before = time_dashboard(base, Path(args.before_dashboard), jobs, qnow)
+            old_panels, new_panels = per_panel(before), per_panel(after)
+            out(f"\npanel query time, {args.before_dashboard} (before) against the current dashboard "
+                "(after), same Prometheus, same moment (sum of the medians of a panel's queries):\n")
+            out("| panel | before | queries | after | queries |")
+            out("|---|---:|---:|---:|---:|")
+            for title in dict.fromkeys([*old_panels, *new_panels]):
+                b, nb = old_panels.get(title, (float("nan"), 0))
+                a, na = new_panels.get(title, (float("nan"), 0))
+                out(f"| {title} | {b * 1e3:.1f} ms | {nb} | {a * 1e3:.1f} ms | {na} |")
+            out(f"| **whole dashboard** | {sum(s for *_, s, _ in before):.2f} s | {len(before)} | "
+                f"{sum(s for *_, s, _ in after):.2f} s | {len(after)} |")
         rss = _rss_mib(prom.pid)
-        print(f"prometheus RSS {rss:.0f} MiB; data dir {_du(data) / 1e9:.2f} GB; live render "
+        out(f"prometheus RSS {rss:.0f} MiB; data dir {_du(data) / 1e9:.2f} GB; live render "
               f"{live.render_seconds:.1f} s")
         sample = fleet.hosts[0][1][0]
-        print(f"(model check: {sample.serial} wears out at {wearout_time(sample)})")
+        out(f"(model check: {sample.serial} wears out at {wearout_time(sample)})")
     finally:
         if prom is not None and prom.poll() is None:
             prom.terminate()

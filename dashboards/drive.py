@@ -188,12 +188,13 @@ def build() -> models.Dashboard:
                 "Write rate",
                 BYTES_PER_SECOND,
                 [
-                    query(f"rate(ssd_host_written_bytes_total{SEL}[1d])", legend="host, 1 d rate", ref_id="A"),
+                    query(f"ssd:host_written_bytes:rate1d{SEL}", legend="host, 1 d rate", ref_id="A"),
                     query(f"ssd_write_rate_bytes_per_second{SEL}", legend="host, agent smoothed", ref_id="B"),
-                    query(f"rate(ssd_nand_written_bytes_total{SEL}[1d])", legend="NAND, 1 d rate", ref_id="C"),
+                    query(f"ssd:nand_written_bytes:rate1d{SEL}", legend="NAND, 1 d rate", ref_id="C"),
                 ],
-                description="Host bytes written per second averaged over a day, the agent's multi-day smoothing used for "
-                "the projection, and bytes written to flash.",
+                description="Host bytes written per second averaged over a day (recording rule "
+                "ssd:host_written_bytes:rate1d: right from a new drive's first minutes, where rate() over a day "
+                "reads near 0), the agent's multi-day smoothing used for the projection, and bytes written to flash.",
                 min_val=0,
             )
         )
@@ -204,7 +205,7 @@ def build() -> models.Dashboard:
                 [
                     query(f"ssd_write_amplification{SEL}", legend="lifetime", ref_id="A"),
                     query(
-                        f"rate(ssd_nand_written_bytes_total{SEL}[1d]) / rate(ssd_host_written_bytes_total{SEL}[1d])",
+                        f"ssd:nand_written_bytes:rate1d{SEL} / ssd:host_written_bytes:rate1d{SEL}",
                         legend="last day",
                         ref_id="B",
                     ),
@@ -268,9 +269,11 @@ def build() -> models.Dashboard:
                 COUNT,
                 [
                     query(f"ssd_media_errors_total{SEL}", legend="total", ref_id="A"),
-                    query(f"increase(ssd_media_errors_total{SEL}[1h])", legend="last hour", ref_id="B"),
+                    query(f"ssd_media_errors_total{SEL} - min_over_time(ssd_media_errors_total{SEL}[1h])", legend="last hour", ref_id="B"),
                 ],
-                description="NVMe media and data integrity errors; SCSI uncorrected errors.",
+                description="NVMe media and data integrity errors; SCSI uncorrected errors. \"Last hour\" counts "
+                "errors above the hour's lowest count, as SSDMediaErrorsGrowing does (errors a drive had when it "
+                "appeared are not new).",
                 min_val=0,
             )
         )

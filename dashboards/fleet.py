@@ -46,24 +46,43 @@ SEL = '{job=~"$job"}'
 DAY = 86400
 MONTH_DAYS = 30  # the wear-out histogram uses 30-day buckets, not calendar months
 
-# The band edges are those of the recording rule job:ssd_life_left_ratio:count (the alert
-# thresholds 3 % and 10 %, then quarters), lower edge included; counted from the raw series
-# here so that an empty band shows 0.
+# The bands of the recording rule job:ssd_life_left_ratio:count (the alert thresholds 3 % and
+# 10 %, then quarters, lower edge included). Panels read the recorded counts (a few series)
+# instead of counting every drive again; `or vector(0)` shows an empty band as 0.
 LIFE_BANDS = [
-    # legend, PromQL filter on life left, colour
-    ("75-100 %", ">= 0.75", "dark-green"),
-    ("50-75 %", ">= 0.5 < 0.75", "green"),
-    ("25-50 %", ">= 0.25 < 0.5", "yellow"),
-    ("10-25 %", ">= 0.1 < 0.25", "orange"),
-    ("3-10 %", ">= 0.03 < 0.1", "red"),
-    ("0-3 %", "< 0.03", "dark-red"),
+    # legend, band label of the recorded series, colour
+    ("75-100 %", "75-100%", "dark-green"),
+    ("50-75 %", "50-75%", "green"),
+    ("25-50 %", "25-50%", "yellow"),
+    ("10-25 %", "10-25%", "orange"),
+    ("3-10 %", "3-10%", "red"),
+    ("0-3 %", "0-3%", "dark-red"),
 ]
 
+
+def recorded_count(record: str, **matchers: str) -> str:
+    """The fleet-wide total of a recorded count (one series per job and label value), or 0."""
+    selector = ", ".join(['job=~"$job"', *(f'{k}{v}' if v[:1] in "=!" else f'{k}="{v}"' for k, v in matchers.items())])
+    return f"sum({record}{{{selector}}}) or vector(0)"
+
+
 WEAROUT = f"min by ({DRIVE_KEY}) (ssd_projected_wearout_timestamp_seconds{SEL})"
-WORST = f"bottomk(20, ssd_life_left_ratio{SEL})"
-# Fleet-wide range panels read recording rules (deploy/prometheus/ssdfleet-recording.yml);
-# instant panels and the host and drive views read raw series, which stay cheap there.
-HOTTEST_SENSOR = f"ssd:temperature_celsius:max{SEL}"
+# The 20 drives with the least life left. Life left is mostly a whole percent, so hundreds of
+# drives can share the 20th value, and bottomk() picks among equal values in an order each
+# store decides for itself (Prometheus and VictoriaMetrics listed different drives). Ties are
+# broken by the data instead: at equal life left, the drive that has written more (its
+# lifetime host bytes, a fraction of the fleet's largest, times 1e-9: far below the 0.01 step
+# of a percent) ranks worse. Drives without a write counter keep their plain life left.
+WRITTEN_SHARE = f"ssd_host_written_bytes_total{SEL} / scalar(max(ssd_host_written_bytes_total{SEL}))"
+WORST = (
+    f"bottomk(20, (ssd_life_left_ratio{SEL} - 1e-9 * {WRITTEN_SHARE}) "
+    f"or ssd_life_left_ratio{SEL})"
+)
+# Fleet-wide panels read recording rules (deploy/prometheus/ssdfleet-recording.yml) wherever
+# one records what they show; the host and drive views read raw series, which stay cheap there.
+# The ten hottest drives per job, as the recording rule ranked them: every panel that shows
+# them reads that one ranking instead of ranking the fleet again.
+HOTTEST_TEN = f"job:ssd_temperature_celsius:top10{SEL}"
 
 
 def _fixed_colour(colour: str) -> dict:
@@ -73,17 +92,20 @@ def _fixed_colour(colour: str) -> dict:
 def _life_bands_panel() -> bargauge.Panel:
     targets = [
         query(
-            count_or_zero(f"ssd_life_left_ratio{SEL} {condition}"),
+            recorded_count("job:ssd_life_left_ratio:count", band=band),
             legend=legend,
             ref_id=chr(ord("A") + i),
             instant=True,
         )
-        for i, (legend, condition, _) in enumerate(LIFE_BANDS)
+        for i, (legend, band, _) in enumerate(LIFE_BANDS)
     ]
     panel = (
         bargauge.Panel()
         .title("Drives by life left")
-        .description("How many drives have how much estimated life left (ssd_life_left_ratio).")
+        .description(
+            "How many drives have how much estimated life left (ssd_life_left_ratio, counted by the "
+            "recording rule job:ssd_life_left_ratio:count)."
+        )
         .datasource(DATASOURCE)
         .targets(targets)
         .unit(COUNT)
@@ -101,25 +123,25 @@ def _life_bands_panel() -> bargauge.Panel:
 
 
 def _wearout_months_panel() -> bargauge.Panel:
-    targets = []
-    for month in range(12):
-        lower, upper = month * MONTH_DAYS * DAY, (month + 1) * MONTH_DAYS * DAY
-        # The first bucket also takes drives whose projected wear-out is already past.
-        window = f"<= {upper}" if month == 0 else f"> {lower} <= {upper}"
-        targets.append(
-            query(
-                count_or_zero(f"({WEAROUT} - time()) {window}"),
-                legend=f"{month * MONTH_DAYS + 1}-{(month + 1) * MONTH_DAYS} d" if month else f"<= {MONTH_DAYS} d",
-                ref_id=chr(ord("A") + month),
-                instant=True,
-            )
+    # One recorded count_values (job:ssd_projected_wearout:count_by_month) holds all twelve
+    # windows; each bar reads its window's few series. The first window also takes drives
+    # whose projected wear-out is already past.
+    targets = [
+        query(
+            recorded_count("job:ssd_projected_wearout:count_by_month", month=str(month + 1)),
+            legend=f"{month * MONTH_DAYS + 1}-{(month + 1) * MONTH_DAYS} d" if month else f"<= {MONTH_DAYS} d",
+            ref_id=chr(ord("A") + month),
+            instant=True,
         )
+        for month in range(12)
+    ]
     return (
         bargauge.Panel()
         .title("Wear-outs expected per month, next 12 months")
         .description(
             "Drives whose projected wear-out (ssd_projected_wearout_timestamp_seconds, the agent's best "
-            "method) falls in each 30-day window from now: the replacement budget."
+            "method) falls in each 30-day window from now: the replacement budget (recording rule "
+            "job:ssd_projected_wearout:count_by_month)."
         )
         .datasource(DATASOURCE)
         .targets(targets)
@@ -138,7 +160,7 @@ def _worst_drives_table():
     # Each column restricted to the 20 worst drives so the merged table has 20 rows.
     only_worst = f" and on ({DRIVE_KEY}) {WORST}"
     targets = [
-        query(per_drive(WORST, SEL), ref_id="A", as_table=True),
+        query(per_drive(f"ssd_life_left_ratio{SEL}{only_worst}", SEL), ref_id="A", as_table=True),
         query(per_drive(f"{WEAROUT} * 1000{only_worst}", SEL), ref_id="B", as_table=True),
         query(per_drive(f"ssd_write_rate_bytes_per_second{SEL} * {DAY}{only_worst}", SEL), ref_id="C", as_table=True),
         query(per_drive(f"ssd_spare_left_ratio{SEL}{only_worst}", SEL), ref_id="D", as_table=True),
@@ -146,8 +168,8 @@ def _worst_drives_table():
     panel = table_panel(
         "Worst 20 drives by life left",
         targets,
-        description="Lowest ssd_life_left_ratio in the fleet, with model and kind from ssd_drive_info. "
-        "Click a row for the drive view.",
+        description="Lowest ssd_life_left_ratio in the fleet, with model and kind from ssd_drive_info; "
+        "at equal life left the drive that has written more comes first. Click a row for the drive view.",
         width=24,
         height=10,
         transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B", "Value #C", "Value #D"]),
@@ -203,9 +225,12 @@ def _hottest_drives_panel() -> bargauge.Panel:
     return (
         bargauge.Panel()
         .title("Hottest drives")
-        .description("The ten highest current temperatures (any sensor) in the fleet.")
+        .description(
+            "The ten highest current temperatures (any sensor) in each job (recording rule "
+            "job:ssd_temperature_celsius:top10)."
+        )
         .datasource(DATASOURCE)
-        .targets([query(f"topk(10, {HOTTEST_SENSOR})", legend="{{instance}} {{device}} {{serial}}", instant=True)])
+        .targets([query(f"sort_desc({HOTTEST_TEN})", legend="{{instance}} {{device}} {{serial}}", instant=True)])
         .unit(CELSIUS)
         .min(0)
         .max(90)
@@ -331,7 +356,7 @@ def build() -> models.Dashboard:
             stat_panel(
                 "Under 10 % life left",
                 COUNT,
-                [query(count_or_zero(f"ssd_life_left_ratio{SEL} < 0.1"), instant=True)],
+                [query(recorded_count("job:ssd_life_left_ratio:count", band='=~"0-3%|3-10%"'), instant=True)],
                 description="Drives to replace now.",
                 steps=PROBLEM_THRESHOLDS,
             )
@@ -349,8 +374,9 @@ def build() -> models.Dashboard:
             stat_panel(
                 "Write caches off",
                 COUNT,
-                [query(count_or_zero(f"ssd_write_cache_enabled{SEL} == 0"), instant=True)],
-                description="Drives with the volatile write cache disabled: writes are much slower.",
+                [query(recorded_count("job:ssd_write_cache_disabled:count"), instant=True)],
+                description="Drives with the volatile write cache disabled: writes are much slower "
+                "(recording rule job:ssd_write_cache_disabled:count).",
                 steps=((None, "green"), (1, "orange")),
             )
         )
@@ -418,8 +444,9 @@ def build() -> models.Dashboard:
             stat_panel(
                 "Write cache not as expected",
                 COUNT,
-                [query(count_or_zero(f"ssd_write_cache_mismatch{SEL} == 1"), instant=True)],
-                description="Drives whose write cache state differs from the configured expectation.",
+                [query(recorded_count("job:ssd_write_cache_mismatch:sum"), instant=True)],
+                description="Drives whose write cache state differs from the configured expectation "
+                "(recording rule job:ssd_write_cache_mismatch:sum).",
                 steps=PROBLEM_THRESHOLDS,
                 width=8,
                 height=6,
@@ -430,8 +457,9 @@ def build() -> models.Dashboard:
             timeseries_panel(
                 "Temperature, 10 hottest drives",
                 CELSIUS,
-                [query(f"topk(10, {HOTTEST_SENSOR})", legend="{{instance}} {{device}} {{serial}}")],
-                description="Hottest sensor of the ten hottest drives (recording rule ssd:temperature_celsius:max).",
+                [query(HOTTEST_TEN, legend="{{instance}} {{device}} {{serial}}")],
+                description="Hottest sensor of the ten hottest drives of each job (recording rule "
+                "job:ssd_temperature_celsius:top10, ranked once per evaluation).",
                 width=12,
                 height=9,
             )

@@ -135,7 +135,7 @@ def build() -> models.Dashboard:
                 "Host writes per day",
                 BYTES,
                 [
-                    query(f"rate(ssd_host_written_bytes_total{SEL}[1d]) * {DAY}", legend=LEGEND, ref_id="A"),
+                    query(f"ssd:host_written_bytes:rate1d{SEL} * {DAY}", legend=LEGEND, ref_id="A"),
                     query(
                         f"ssd_write_rate_bytes_per_second{SEL} * {DAY}",
                         legend="{{device}} (agent, smoothed)",

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(prometheus prometheus-alertmanager smartmontools hdparm nvme-cli openssl chromium systemd)
+debs=(prometheus prometheus-alertmanager victoria-metrics smartmontools hdparm nvme-cli openssl chromium systemd)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -1,4 +1,5 @@
-"""A real Prometheus (and Alertmanager) for tests, plus a static scrape target.
+"""A real Prometheus (and Alertmanager, VictoriaMetrics + vmalert) for tests, plus a static
+scrape target.
 
 Tests that check PromQL, recording rules, alerts or dashboards run the same binaries a user
 runs, on 127.0.0.1 with free ports and a temporary storage directory, instead of mocking the
@@ -14,7 +15,8 @@ conftest::
 The classes work without pytest as well (``with Prometheus(...) as prom:``).
 
 Binaries are looked up on PATH (``prometheus``, ``prometheus-alertmanager`` then
-``alertmanager``) unless ``PROMETHEUS_BIN`` / ``ALERTMANAGER_BIN`` name them. A fixture skips
+``alertmanager``, ``victoria-metrics`` and ``vmalert``) unless ``PROMETHEUS_BIN`` /
+``ALERTMANAGER_BIN`` / ``VICTORIAMETRICS_BIN`` / ``VMALERT_BIN`` name them. A fixture skips
 the test, with the reason, only when the binary is missing; any other failure is an error.
 """
 
@@ -78,6 +80,15 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
+def victoriametrics_binary() -> Optional[str]:
+    # Debian's victoria-metrics package ships the single-node server as victoria-metrics.
+    return find_binary(["victoria-metrics", "victoria-metrics-prod"], "VICTORIAMETRICS_BIN")
+
+
+def vmalert_binary() -> Optional[str]:
+    return find_binary(["vmalert", "vmalert-prod"], "VMALERT_BIN")
+
+
 def alertmanager_binary() -> Optional[str]:
     # Debian ships Alertmanager as prometheus-alertmanager; upstream tarballs as alertmanager.
     return find_binary(["prometheus-alertmanager", "alertmanager"], "ALERTMANAGER_BIN")
@@ -91,6 +102,7 @@ class _ManagedProcess:
     """One child process with a log file, a readiness probe and a bounded stop."""
 
     name = "process"
+    ready_path = "/-/ready"
 
     def __init__(self, workdir: Optional[Union[str, Path]] = None) -> None:
         self._own_workdir = workdir is None
@@ -136,7 +148,7 @@ class _ManagedProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def wait_ready(self, timeout: float = 30.0) -> _ManagedProcess:
-        """Poll ``/-/ready`` until it answers 200; raise StackError with the log tail if the
+        """Poll the readiness path (``/-/ready``) until it answers 200; raise StackError with the log tail if the
         process exits or the deadline passes."""
         if self.proc is None:
             raise StackError(f"{self.name} was not started")
@@ -148,7 +160,7 @@ class _ManagedProcess:
                     f"{self.name} exited with {self.proc.returncode} before it was ready:\n{self.log_tail()}"
                 )
             try:
-                response = self._session.get(f"{self.url}/-/ready", timeout=1.0)
+                response = self._session.get(f"{self.url}{self.ready_path}", timeout=1.0)
                 if response.status_code == 200:
                     return self
                 last_error = f"HTTP {response.status_code}"
@@ -411,6 +423,129 @@ class Alertmanager(_ManagedProcess):
             raise StackError(f"POST /api/v2/alerts -> HTTP {response.status_code}: {response.text[:500]}")
 
 
+class VictoriaMetrics(_ManagedProcess):
+    """A real single-node VictoriaMetrics on 127.0.0.1:<free port>, with its response cache
+    off (tests write history into the past and read it back at once), plus ``vmalert`` run in
+    replay mode against it (:meth:`replay_rules`): the way to evaluate rule files over data
+    with given timestamps, as promtool does for Prometheus."""
+
+    name = "victoriametrics"
+    ready_path = "/health"
+
+    def __init__(
+        self,
+        workdir: Optional[Union[str, Path]] = None,
+        retention: str = "1y",
+        extra_args: Sequence[str] = (),
+        binary: Optional[str] = None,
+        vmalert: Optional[str] = None,
+    ) -> None:
+        self.binary = binary or victoriametrics_binary()
+        if not self.binary:
+            raise FileNotFoundError("victoria-metrics binary not found (set VICTORIAMETRICS_BIN or put it on PATH)")
+        self.vmalert = vmalert or vmalert_binary()
+        super().__init__(workdir)
+        self.retention = retention
+        self.extra_args = list(extra_args)
+        self.storage_path = self.workdir / "data"
+
+    def command(self) -> List[str]:
+        return [
+            self.binary,
+            f"-httpListenAddr=127.0.0.1:{self.port}",
+            f"-storageDataPath={self.storage_path}",
+            f"-retentionPeriod={self.retention}",
+            "-search.disableCache",
+            "-loggerLevel=WARN",
+            *self.extra_args,
+        ]
+
+    def import_series(self, series: Iterable[Mapping[str, Any]]) -> None:
+        """POST /api/v1/import: JSON lines of ``{"metric": {...}, "values": [...],
+        "timestamps": [ms, ...]}``; then flush, so the samples are searchable."""
+        body = "\n".join(json.dumps(dict(s)) for s in series) + "\n"
+        response = self._post("/api/v1/import", data=body.encode("utf-8"), timeout=60.0)
+        if response.status_code not in (200, 204):
+            raise StackError(f"import failed: HTTP {response.status_code}: {response.text[:500]}")
+        self.force_flush()
+
+    def force_flush(self) -> None:
+        response = self._session.get(f"{self.url}/internal/force_flush", timeout=30.0)
+        if response.status_code != 200:
+            raise StackError(f"force_flush failed: HTTP {response.status_code}: {response.text[:500]}")
+
+    def query(self, expr: str, time: Optional[float] = None, timeout: float = 10.0) -> Dict[str, Any]:
+        params: Dict[str, Any] = {"query": expr}
+        if time is not None:
+            params["time"] = time
+        return self._get_json("/api/v1/query", params, timeout)
+
+    def query_range(
+        self, expr: str, start: float, end: float, step: Union[float, str], timeout: float = 30.0
+    ) -> Dict[str, Any]:
+        params = {"query": expr, "start": start, "end": end, "step": step}
+        return self._get_json("/api/v1/query_range", params, timeout)
+
+    def export(self, match: str, start: float, end: float) -> List[Dict[str, Any]]:
+        """Raw samples (GET /api/v1/export): one dict per series with metric, values and
+        timestamps (ms), exactly as stored, with no lookback or rollup."""
+        response = self._session.get(
+            f"{self.url}/api/v1/export", params={"match[]": match, "start": start, "end": end}, timeout=30.0
+        )
+        if response.status_code != 200:
+            raise StackError(f"export failed: HTTP {response.status_code}: {response.text[:500]}")
+        return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+    def replay_rules(
+        self,
+        rule_file: Union[str, Path],
+        start: float,
+        end: float,
+        step: str,
+        rules_delay: str = "1s",
+        timeout: float = 300.0,
+    ) -> subprocess.CompletedProcess:
+        """Evaluate ``rule_file`` from ``start`` to ``end`` (unix seconds) with ``vmalert
+        -replay.*``, writing recorded series and ALERTS back into this store; then flush.
+        ``step`` is the group's interval: vmalert 1.79's replay queries at
+        -datasource.queryStep (5m unless given), not at the group interval. vmalert runs a
+        group's rules in order, ``rules_delay`` apart, so that a rule can read what the one
+        before it recorded. Raises StackError when vmalert fails."""
+        if not self.vmalert:
+            raise FileNotFoundError("vmalert binary not found (set VMALERT_BIN or put it on PATH)")
+
+        def rfc3339(seconds: float) -> str:
+            return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+        result = subprocess.run(
+            [
+                self.vmalert,
+                f"-rule={rule_file}",
+                f"-datasource.url={self.url}",
+                f"-remoteWrite.url={self.url}",
+                f"-datasource.queryStep={step}",
+                "-remoteWrite.flushInterval=100ms",
+                f"-replay.timeFrom={rfc3339(start)}",
+                f"-replay.timeTo={rfc3339(end)}",
+                f"-replay.rulesDelay={rules_delay}",
+                "-replay.disableProgressBar",
+                # ALERTS keep exactly the labels Prometheus gives them
+                "-disableAlertgroupLabel",
+                "-loggerLevel=WARN",
+            ],
+            cwd=str(self.workdir),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            start_new_session=True,
+        )
+        if result.returncode != 0:
+            raise StackError(f"vmalert replay of {rule_file} failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        self.force_flush()
+        return result
+
+
 Body = Union[str, bytes, Callable[[], Union[str, bytes]]]
 
 
@@ -541,5 +676,28 @@ def alertmanager_factory(
         alertmanager.start()
         alertmanager.wait_ready(ready_timeout)
         return alertmanager
+
+    return make
+
+
+@pytest.fixture
+def victoriametrics_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., VictoriaMetrics]:
+    """``make(ready_timeout=30, **kwargs)`` starts a VictoriaMetrics and waits for it to be
+    ready. Skips the test (fails it under SSDFLEET_REQUIRE_TOOLS=1) when victoria-metrics or
+    vmalert is missing: both come in Debian's victoria-metrics package."""
+
+    def make(ready_timeout: float = 30.0, **kwargs: Any) -> VictoriaMetrics:
+        if not (kwargs.get("binary") or victoriametrics_binary()):
+            skip_or_fail("victoria-metrics binary not found (apt-get install victoria-metrics, or set VICTORIAMETRICS_BIN)")
+        if not (kwargs.get("vmalert") or vmalert_binary()):
+            skip_or_fail("vmalert binary not found (apt-get install victoria-metrics, or set VMALERT_BIN)")
+        kwargs.setdefault("workdir", tmp_path_factory.mktemp("victoriametrics"))
+        store = VictoriaMetrics(**kwargs)
+        request.addfinalizer(store.stop)
+        store.start()
+        store.wait_ready(ready_timeout)
+        return store
 
     return make
