@@ -77,6 +77,12 @@ def vocabulary(
     ours = db.names_for(model, firmware) if model else {}
     report_knows = doc.get("in_smartctl_database") is True
     report_revision = doc.get("smartctl_database_revision")
+    if not isinstance(report_revision, int):
+        # JSON does not name the database; the smartctl build's own SVN revision is an upper
+        # bound of the one it shipped with. Where the two databases print the same names the
+        # comparison changes nothing; where they differ, the report's is the newer one.
+        svn = (doc.get("smartctl") or {}).get("svn_revision") if isinstance(doc.get("smartctl"), dict) else None
+        report_revision = int(svn) if isinstance(svn, str) and svn.isdigit() else None
     theirs_newer = isinstance(report_revision, int) and report_revision > db.revision
     out = []
     for attr in table:
