@@ -178,6 +178,12 @@ def shannon_status_p(
         text = put(r"^total_write_data=.*$", f"total_write_data={nand_written_bytes / GB:.2f} GB", text)
     if life_left_percent is not None:
         text = put(r"^estimated_life_left=.*$", f"estimated_life_left={life_left_percent}%", text)
+    if host_written_bytes is not None:
+        # A card that has written this much has been powered long enough to: the capture's
+        # 9 hours at PCIe speed hold 260 TB, and the agent withholds a volume its link could not
+        # have carried. Four years, or more at an average of 1 GB/s.
+        hours = max(4 * 8766, int(host_written_bytes / 1e9 / 3600) + 1)
+        text = put(r"^power_on_hours=.*$", f"power_on_hours={hours} hours 0 minutes", text)
     return text
 
 
