@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from agent import __version__
-from agent.model import EVIDENCE_FIELDS, CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, Drive, Snapshot
+from agent.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 from collectors import write_cache
 
 DRIVE_LABELS = ["device", "serial"]

@@ -245,12 +245,12 @@ def parse(text: str, origin: str = "") -> DriveDatabase:
     return DriveDatabase(tuple(entries), defaults, revision, date, origin)
 
 
-def load(path: "str | Path") -> DriveDatabase:
+def load(path: str | Path) -> DriveDatabase:
     path = Path(path)
     return parse(path.read_text(encoding="utf-8", errors="replace"), str(path))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bundled() -> DriveDatabase:
     """The copy shipped with ssdfleet."""
     return load(BUNDLED)

@@ -62,8 +62,8 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from agent.model import KIND_SHANNON, DriveReading, ParseError, Temperature, Voltage
-from collectors import evidence
 from agent.runner import ToolResult, run_tool
+from collectors import evidence
 
 __all__ = [
     "SYSFS_FILES",

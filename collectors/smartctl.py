@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from agent.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
@@ -374,238 +374,248 @@ def _write_amplification(
     return round(amplification, RATIO_DECIMALS)
 
 
-def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
-    """One smartctl JSON document (or a dict in the same shape) as a :class:`DriveReading`.
+@dataclass
+class _Draft:
+    """What the normaliser has gathered so far for one drive; the protocol readers fill it."""
 
-    ``device`` overrides the path smartctl reports (the poller knows what it asked for)."""
-    if not isinstance(doc, dict):
-        raise ParseError(f"smartctl JSON: document is {type(doc).__name__}, expected an object")
-    exit_status = _lookup(doc, "smartctl.exit_status", "int")
-    if not _has_content(doc):
-        reason = _no_data_reason(doc) or "no identity or SMART data in the output"
-        raise NoSmartData(f"smartctl exit status {exit_status}: {reason}")
+    kind: str
+    model: Optional[str]
+    vendor: Optional[str]
+    model_family: Optional[str]
+    sector: Optional[int]
+    capacity: Optional[int]
+    is_ssd: Optional[bool]
+    power_on_seconds: Optional[int]
+    power_cycles: Optional[int]
+    temp_current: Optional[float]
+    temp_max: Optional[float]
+    temp_limit: Optional[float]
+    fields: Dict[str, Any] = field(default_factory=dict)
+    sources: Dict[str, str] = field(default_factory=dict)
+    extra: Dict[str, str] = field(default_factory=dict)
+    defects: Dict[str, int] = field(default_factory=dict)
+    sensors: List[Temperature] = field(default_factory=list)
 
-    kind = _kind(doc)
-    dev_name = device or _lookup(doc, "device.name", "str") or "unknown"
-    dev_type = _pass_through_type(_lookup(doc, "device.type", "str"), _lookup(doc, "device.info_name", "str"))
-    sources: Dict[str, str] = {}
-    extra: Dict[str, str] = {}
-    version = _lookup(doc, "smartctl.version", "list")
-    if version and all(isinstance(v, int) for v in version):
-        extra["smartctl_version"] = ".".join(str(v) for v in version)
 
+def _draft(doc: Dict[str, Any], kind: str) -> _Draft:
+    """The fields every protocol shares: identity, capacity, power-on, temperatures."""
     model = _lookup(doc, "model_name", "str") or _lookup(doc, "scsi_model_name", "str")
     vendor = _lookup(doc, "scsi_vendor", "str") or _lookup(doc, "vendor", "str")
     product = _lookup(doc, "scsi_product", "str") or _lookup(doc, "product", "str")
     if model is None and product:
         model = f"{vendor} {product}" if vendor else product
-    model_family = _lookup(doc, "model_family", "str")
-    sector = _lookup(doc, "logical_block_size", "int")
     capacity = _lookup(doc, "user_capacity.bytes", "int")
     if capacity is None:
         capacity = _lookup(doc, "nvme_total_capacity", "int")
-
     rotation = _lookup(doc, "rotation_rate", "int")
     is_ssd: Optional[bool] = None
     if kind == KIND_NVME or rotation == 0:
         is_ssd = True  # smartctl prints rotation 0 as "Solid State Device"
     elif rotation is not None and rotation > 0:
         is_ssd = False
-
     power_on_seconds = None
     hours = _lookup(doc, "power_on_time.hours", "int")
     if hours is not None:
         power_on_seconds = hours * 3600 + (_lookup(doc, "power_on_time.minutes", "int") or 0) * 60
-    power_cycles = _lookup(doc, "power_cycle_count", "int")
-
-    temp_current = _lookup(doc, "temperature.current", "number")
-    temp_max = _lookup(doc, "temperature.lifetime_max", "number")
     temp_limit = _lookup(doc, "temperature.op_limit_max", "number")
     if temp_limit is None:
         temp_limit = _lookup(doc, "temperature.drive_trip", "number")
     if temp_limit == 0:
         temp_limit = None  # RAID volumes and drives without a temperature log page: trip 0
-    extra_temps: List[Temperature] = []
+    draft = _Draft(
+        kind=kind, model=model, vendor=vendor, model_family=_lookup(doc, "model_family", "str"),
+        sector=_lookup(doc, "logical_block_size", "int"), capacity=capacity, is_ssd=is_ssd,
+        power_on_seconds=power_on_seconds, power_cycles=_lookup(doc, "power_cycle_count", "int"),
+        temp_current=_lookup(doc, "temperature.current", "number"),
+        temp_max=_lookup(doc, "temperature.lifetime_max", "number"), temp_limit=temp_limit,
+    )
+    version = _lookup(doc, "smartctl.version", "list")
+    if version and all(isinstance(v, int) for v in version):
+        draft.extra["smartctl_version"] = ".".join(str(v) for v in version)
+    return draft
 
-    fields: Dict[str, Any] = {}
-    defects: Dict[str, int] = {}
 
-    if kind == KIND_NVME:
-        log = _lookup(doc, "nvme_smart_health_information_log", "dict") or {}
-        path = "nvme_smart_health_information_log"
-        used = log.get("percentage_used")
-        if isinstance(used, float) and not math.isfinite(used):
-            extra["life_left_ratio_rejected"] = f"nvme percentage_used is {used!r}, not a number"
-            used = None
-        used = _lookup(log, "percentage_used", "int") if used is not None else None
-        if used is not None and not 0 <= used <= 255:
-            # The field is an unsigned byte: outside 0..255 is a broken tool or log, not wear.
-            extra["life_left_ratio_withheld"] = extra["life_left_ratio_rejected"] = (
-                f"nvme percentage_used is {used}, not a byte (0..255)")
-        elif used is not None:
-            # percentage_used may exceed 100 (up to 255) once the rated life is passed.
-            fields["life_left_ratio"] = _ratio_left(used)
-            sources["life_left_ratio"] = "nvme percentage_used"
-        spare = _lookup(log, "available_spare", "int")
-        if spare is not None:
-            fields["spare_left_ratio"] = _ratio(spare)
-            sources["spare_left_ratio"] = "nvme available_spare"
-        threshold = _lookup(log, "available_spare_threshold", "int")
-        if threshold is not None:
-            fields["spare_threshold_ratio"] = _ratio(threshold)
-        warning = _lookup(log, "critical_warning", "int")
-        fields["critical_warning"] = warning
-        if warning is not None:
-            # bit 3: the media has been placed in read-only mode
-            fields["readonly"] = bool(warning & 0x08)
-        fields["media_errors"] = _big_counter(log, "media_errors", path)
-        for key, commands_key, field_name in (("data_units_written", "host_writes", "host_written_bytes"),
-                                              ("data_units_read", "host_reads", "host_read_bytes")):
-            units = _big_counter(log, key, path)
-            commands = _big_counter(log, commands_key, path)
-            if units is None:
-                continue
-            # A data unit is 1,000 sectors; every command moves at least one sector, so fewer
-            # sectors than commands means one of the two counters is broken (Intel DC P3700
-            # OEM firmware: 13.7 bytes per write command). No figure rather than a wrong one.
-            if commands is not None and units * 1000 < commands:
-                extra[f"{field_name}_withheld"] = (
-                    f"nvme {key} {units} is {units * 1000} sectors, fewer than {commands_key} {commands}")
-                continue
-            fields[field_name] = units * NVME_DATA_UNIT_BYTES
-            sources[field_name] = f"nvme {key} x 512000"
-        if power_on_seconds is None:
-            log_hours = _big_counter(log, "power_on_hours", path)
-            power_on_seconds = None if log_hours is None else log_hours * 3600
-        if power_cycles is None:
-            power_cycles = _big_counter(log, "power_cycles", path)
-        if temp_current is None:
-            temp_current = _lookup(log, "temperature", "number")
-        # The rest of the health log, as decimal strings in base units. The three times are
-        # minutes in the NVMe SMART/Health log: Controller Busy Time, and the time the composite
-        # temperature spent at or above the warning (WCTEMP) and critical (CCTEMP) thresholds.
-        for key, extra_key, multiplier in _NVME_LOG_EXTRAS:
-            value = _big_counter(log, key, path)
-            if value is not None:
-                extra[extra_key] = str(value * multiplier)
-        sensors = _lookup(log, "temperature_sensors", "list") or []
-        for index, celsius in enumerate(sensors, start=1):
-            # Unused sensor slots are skipped by smartctl; guard against nulls anyway.
-            if isinstance(celsius, (int, float)) and not isinstance(celsius, bool):
-                extra_temps.append(Temperature(sensor=f"sensor_{index}", celsius=float(celsius)))
+def _nvme(doc: Dict[str, Any], d: _Draft) -> None:
+    """The NVMe SMART/Health log."""
+    log = _lookup(doc, "nvme_smart_health_information_log", "dict") or {}
+    path = "nvme_smart_health_information_log"
+    fields, sources, extra = d.fields, d.sources, d.extra
+    used = log.get("percentage_used")
+    if isinstance(used, float) and not math.isfinite(used):
+        extra["life_left_ratio_rejected"] = f"nvme percentage_used is {used!r}, not a number"
+        used = None
+    used = _lookup(log, "percentage_used", "int") if used is not None else None
+    if used is not None and not 0 <= used <= 255:
+        # The field is an unsigned byte: outside 0..255 is a broken tool or log, not wear.
+        extra["life_left_ratio_withheld"] = extra["life_left_ratio_rejected"] = (
+            f"nvme percentage_used is {used}, not a byte (0..255)")
+    elif used is not None:
+        # percentage_used may exceed 100 (up to 255) once the rated life is passed.
+        fields["life_left_ratio"] = _ratio_left(used)
+        sources["life_left_ratio"] = "nvme percentage_used"
+    spare = _lookup(log, "available_spare", "int")
+    if spare is not None:
+        fields["spare_left_ratio"] = _ratio(spare)
+        sources["spare_left_ratio"] = "nvme available_spare"
+    threshold = _lookup(log, "available_spare_threshold", "int")
+    if threshold is not None:
+        fields["spare_threshold_ratio"] = _ratio(threshold)
+    warning = _lookup(log, "critical_warning", "int")
+    fields["critical_warning"] = warning
+    if warning is not None:
+        fields["readonly"] = bool(warning & 0x08)  # bit 3: the media is read-only
+    fields["media_errors"] = _big_counter(log, "media_errors", path)
+    for key, commands_key, field_name in (("data_units_written", "host_writes", "host_written_bytes"),
+                                          ("data_units_read", "host_reads", "host_read_bytes")):
+        units = _big_counter(log, key, path)
+        commands = _big_counter(log, commands_key, path)
+        if units is None:
+            continue
+        # A data unit is 1,000 sectors; every command moves at least one sector, so fewer
+        # sectors than commands means one of the two counters is broken (Intel DC P3700
+        # OEM firmware: 13.7 bytes per write command). No figure rather than a wrong one.
+        if commands is not None and units * 1000 < commands:
+            extra[f"{field_name}_withheld"] = (
+                f"nvme {key} {units} is {units * 1000} sectors, fewer than {commands_key} {commands}")
+            continue
+        fields[field_name] = units * NVME_DATA_UNIT_BYTES
+        sources[field_name] = f"nvme {key} x 512000"
+    if d.power_on_seconds is None:
+        log_hours = _big_counter(log, "power_on_hours", path)
+        d.power_on_seconds = None if log_hours is None else log_hours * 3600
+    if d.power_cycles is None:
+        d.power_cycles = _big_counter(log, "power_cycles", path)
+    if d.temp_current is None:
+        d.temp_current = _lookup(log, "temperature", "number")
+    # The rest of the health log, as decimal strings in base units. The three times are
+    # minutes in the NVMe SMART/Health log: Controller Busy Time, and the time the composite
+    # temperature spent at or above the warning (WCTEMP) and critical (CCTEMP) thresholds.
+    for key, extra_key, multiplier in _NVME_LOG_EXTRAS:
+        value = _big_counter(log, key, path)
+        if value is not None:
+            extra[extra_key] = str(value * multiplier)
+    for index, celsius in enumerate(_lookup(log, "temperature_sensors", "list") or [], start=1):
+        # Unused sensor slots are skipped by smartctl; guard against nulls anyway.
+        if isinstance(celsius, (int, float)) and not isinstance(celsius, bool):
+            d.sensors.append(Temperature(sensor=f"sensor_{index}", celsius=float(celsius)))
 
-    elif kind == KIND_ATA:
-        vocab = ata.vocabulary(_attributes(doc), doc)
-        findings = attrs.interpret_attributes(vocab.attributes, vocab.family, model, sector,
-                                              require_vouched=is_ssd is not False)
-        devstat = _device_statistics(doc)
-        figures = ata.AtaFigures(sources=sources, extra=extra)
-        if vocab.entry is not None:
-            extra["drivedb_family"] = vocab.entry.family
-        extra["drivedb"] = vocab.database.label
-        power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat)
 
-        def note(field_name: str, meaning: str) -> Optional[attrs.Finding]:
-            found = findings.get(meaning)
-            if found is not None:
-                sources[field_name] = found.source
-            return found
+def _ata(doc: Dict[str, Any], d: _Draft) -> None:
+    """ATA attributes named by the drive database, and device statistics: the evidence rules
+    live in :mod:`collectors.smartctl_ata`."""
+    vocab = ata.vocabulary(_attributes(doc), doc)
+    findings = attrs.interpret_attributes(vocab.attributes, vocab.family, d.model, d.sector,
+                                          require_vouched=d.is_ssd is not False)
+    devstat = _device_statistics(doc)
+    figures = ata.AtaFigures(sources=d.sources, extra=d.extra)
+    if vocab.entry is not None:
+        d.extra["drivedb_family"] = vocab.entry.family
+    d.extra["drivedb"] = vocab.database.label
+    d.power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat)
+    # Host bytes: the ATA Device Statistics counters are in logical sectors by the standard,
+    # so they win over vendor attributes, whose units vary; the attribute is the fallback.
+    for field_name, meaning, counter, commands in (
+        ("host_written_bytes", attrs.HOST_WRITTEN, "Logical Sectors Written", "Number of Write Commands"),
+        ("host_read_bytes", attrs.HOST_READ, "Logical Sectors Read", "Number of Read Commands"),
+    ):
+        d.fields[field_name] = ata.host_volume(figures, findings, devstat, d.sector or 512, field_name, meaning,
+                                               counter, commands, d.capacity, d.power_on_seconds)
+    # Only a volume the device statistics establish may refute a life figure: a vendor counter
+    # in a wrong unit must not overrule the standard's indicator.
+    written = d.fields.get("host_written_bytes")
+    standard_written = written if "devstat" in d.sources.get("host_written_bytes", "") else None
+    left = ata.life_left(figures, findings, devstat, d.is_ssd, standard_written, d.capacity)
+    if left is not None:
+        d.fields["life_left_ratio"] = _ratio(left)
+    _ata_nand(findings, d)
+    spare = findings.get(attrs.SPARE_LEFT)
+    if spare is not None:
+        d.sources["spare_left_ratio"] = spare.source
+        d.fields["spare_left_ratio"] = _ratio(spare.value)
+        if spare.column == attrs.NORMALIZED and spare.attribute.threshold:
+            # The threshold is on the same 0..100 normalized scale as the value.
+            d.fields["spare_threshold_ratio"] = _ratio(spare.attribute.threshold)
+    for meaning in attrs.DEFECT_MEANINGS:
+        value = findings.value(meaning)
+        if value is not None:
+            d.defects[meaning] = int(value)
+    # smartctl's own choice first, then the attribute table, then device statistics: the
+    # first one that is a plausible reading (a Crucial m4 reports 0 in all three).
+    for candidate in (findings.value(attrs.TEMPERATURE), devstat.get("Current Temperature")):
+        if candidate is not None and (d.temp_current is None or _celsius_problem(d.temp_current)):
+            d.temp_current = candidate
+    if d.temp_max is None or _celsius_problem(d.temp_max):
+        d.temp_max = devstat.get("Highest Temperature", d.temp_max)
+    if d.temp_limit is None:
+        d.temp_limit = devstat.get("Specified Maximum Operating Temperature")
 
-        # Host bytes: the ATA Device Statistics counters are in logical sectors by the standard,
-        # so they win over vendor attributes, whose units vary; the attribute is the fallback.
-        for field_name, meaning, counter, commands in (
-            ("host_written_bytes", attrs.HOST_WRITTEN, "Logical Sectors Written", "Number of Write Commands"),
-            ("host_read_bytes", attrs.HOST_READ, "Logical Sectors Read", "Number of Read Commands"),
-        ):
-            fields[field_name] = ata.host_volume(
-                figures, findings, devstat, sector or 512, field_name, meaning, counter, commands,
-                capacity, power_on_seconds)
 
-        # Only a volume the device statistics establish may refute a life figure: a vendor counter
-        # in a wrong unit must not overrule the standard's indicator.
-        standard_written = fields.get("host_written_bytes") if "devstat" in sources.get("host_written_bytes", "") else None
-        left = ata.life_left(figures, findings, devstat, is_ssd, standard_written, capacity)
-        if left is not None:
-            fields["life_left_ratio"] = _ratio(left)
-        nand = note("nand_written_bytes", attrs.NAND_WRITTEN)
-        host_bytes = fields.get("host_written_bytes")
-        if nand is not None:
-            fields["nand_written_bytes"] = int(nand.value)
-            if host_bytes:
-                fields["write_amplification"] = _write_amplification(
-                    nand.value, host_bytes, "nand/host", sources, extra,
-                    f"{nand.source} / {sources['host_written_bytes']}", model_family,
-                )
-        else:
-            host_pages = findings.get(attrs.HOST_PROGRAM_PAGES)
-            background = findings.get(attrs.BACKGROUND_PROGRAM_PAGES)
-            if host_pages is not None and background is not None and host_pages.value > 0:
-                # Micron's own definition: (host pages + FTL/background pages) / host pages.
-                amplification = _write_amplification(
-                    host_pages.value + background.value, host_pages.value, "(host + background pages)/host pages",
-                    sources, extra, f"({host_pages.source} + {background.source}) / host pages",
-                )
-                fields["write_amplification"] = amplification
-                if host_bytes and amplification is not None:
-                    # Page size is not reported: NAND bytes are estimated from host bytes, with
-                    # the unrounded page ratio.
-                    pages = host_pages.value + background.value
-                    fields["nand_written_bytes"] = int(host_bytes * (pages / host_pages.value))
-                    sources["nand_written_bytes"] = "estimated: host_written_bytes x write_amplification"
+def _ata_nand(findings: attrs.AttributeFindings, d: _Draft) -> None:
+    """NAND bytes and write amplification: NAND counter / host bytes, or Micron's page counters."""
+    nand = findings.get(attrs.NAND_WRITTEN)
+    host_bytes = d.fields.get("host_written_bytes")
+    if nand is not None:
+        d.sources["nand_written_bytes"] = nand.source
+        d.fields["nand_written_bytes"] = int(nand.value)
+        if host_bytes:
+            d.fields["write_amplification"] = _write_amplification(
+                nand.value, host_bytes, "nand/host", d.sources, d.extra,
+                f"{nand.source} / {d.sources['host_written_bytes']}", d.model_family,
+            )
+        return
+    host_pages = findings.get(attrs.HOST_PROGRAM_PAGES)
+    background = findings.get(attrs.BACKGROUND_PROGRAM_PAGES)
+    if host_pages is None or background is None or host_pages.value <= 0:
+        return
+    # Micron's own definition: (host pages + FTL/background pages) / host pages.
+    amplification = _write_amplification(
+        host_pages.value + background.value, host_pages.value, "(host + background pages)/host pages",
+        d.sources, d.extra, f"({host_pages.source} + {background.source}) / host pages",
+    )
+    d.fields["write_amplification"] = amplification
+    if host_bytes and amplification is not None:
+        # Page size is not reported: NAND bytes are estimated from host bytes, with the
+        # unrounded page ratio.
+        pages = host_pages.value + background.value
+        d.fields["nand_written_bytes"] = int(host_bytes * (pages / host_pages.value))
+        d.sources["nand_written_bytes"] = "estimated: host_written_bytes x write_amplification"
 
-        spare = note("spare_left_ratio", attrs.SPARE_LEFT)
-        if spare is not None:
-            fields["spare_left_ratio"] = _ratio(spare.value)
-            if spare.column == attrs.NORMALIZED and spare.attribute.threshold:
-                # The threshold is on the same 0..100 normalized scale as the value.
-                fields["spare_threshold_ratio"] = _ratio(spare.attribute.threshold)
 
-        for meaning in attrs.DEFECT_MEANINGS:
-            value = findings.value(meaning)
-            if value is not None:
-                defects[meaning] = int(value)
+def _scsi(doc: Dict[str, Any], d: _Draft) -> None:
+    """SCSI / SAS: the endurance indicator, grown defects and the error counter log."""
+    used = _lookup(doc, "scsi_percentage_used_endurance_indicator", "int")
+    if used is not None and used < 0:
+        d.extra["life_left_ratio_rejected"] = f"scsi percentage used endurance indicator is {used}, below 0"
+    elif used is not None:
+        d.fields["life_left_ratio"] = _ratio_left(used)
+        d.sources["life_left_ratio"] = "scsi percentage used endurance indicator"
+    grown = _lookup(doc, "scsi_grown_defect_list", "int")
+    if grown is not None:
+        d.defects["grown_defect"] = grown
+    uncorrected: Optional[int] = None
+    for direction in ("read", "write", "verify"):
+        count = _lookup(doc, f"scsi_error_counter_log.{direction}.total_uncorrected_errors", "int")
+        if count is not None:
+            uncorrected = (uncorrected or 0) + count
+    d.fields["media_errors"] = uncorrected
+    for direction, field_name in (("write", "host_written_bytes"), ("read", "host_read_bytes")):
+        path = f"scsi_error_counter_log.{direction}.gigabytes_processed"
+        text = _lookup(doc, path, "str")
+        if text is None:
+            continue
+        try:
+            gigabytes = float(text)
+        except ValueError:
+            raise ParseError(f"smartctl JSON: {path} is not a number: {text!r}") from None
+        if not math.isfinite(gigabytes) or gigabytes < 0:
+            d.extra[f"{field_name}_rejected"] = f"{path} is {text!r}"
+            continue
+        d.fields[field_name] = int(round(gigabytes * SCSI_GIGABYTE))
+        d.sources[field_name] = f"scsi error counter log {direction} gigabytes processed x 10^9"
 
-        # smartctl's own choice first, then the attribute table, then device statistics: the
-        # first one that is a plausible reading (a Crucial m4 reports 0 in all three).
-        for candidate in (findings.value(attrs.TEMPERATURE), devstat.get("Current Temperature")):
-            if candidate is not None and (temp_current is None or _celsius_problem(temp_current)):
-                temp_current = candidate
-        if temp_max is None or _celsius_problem(temp_max):
-            temp_max = devstat.get("Highest Temperature", temp_max)
-        if temp_limit is None:
-            temp_limit = devstat.get("Specified Maximum Operating Temperature")
 
-    else:  # SCSI / SAS
-        used = _lookup(doc, "scsi_percentage_used_endurance_indicator", "int")
-        if used is not None and used < 0:
-            extra["life_left_ratio_rejected"] = f"scsi percentage used endurance indicator is {used}, below 0"
-        elif used is not None:
-            fields["life_left_ratio"] = _ratio_left(used)
-            sources["life_left_ratio"] = "scsi percentage used endurance indicator"
-        grown = _lookup(doc, "scsi_grown_defect_list", "int")
-        if grown is not None:
-            defects["grown_defect"] = grown
-        uncorrected: Optional[int] = None
-        for direction in ("read", "write", "verify"):
-            count = _lookup(doc, f"scsi_error_counter_log.{direction}.total_uncorrected_errors", "int")
-            if count is not None:
-                uncorrected = (uncorrected or 0) + count
-        fields["media_errors"] = uncorrected
-        for direction, field_name in (("write", "host_written_bytes"), ("read", "host_read_bytes")):
-            path = f"scsi_error_counter_log.{direction}.gigabytes_processed"
-            text = _lookup(doc, path, "str")
-            if text is None:
-                continue
-            try:
-                gigabytes = float(text)
-            except ValueError:
-                raise ParseError(f"smartctl JSON: {path} is not a number: {text!r}") from None
-            if not math.isfinite(gigabytes) or gigabytes < 0:
-                extra[f"{field_name}_rejected"] = f"{path} is {text!r}"
-                continue
-            fields[field_name] = int(round(gigabytes * SCSI_GIGABYTE))
-            sources[field_name] = f"scsi error counter log {direction} gigabytes processed x 10^9"
-
+def _temperatures(d: _Draft) -> Tuple[Temperature, ...]:
+    """The drive's sensors that hold a plausible reading; the others named in ``extra``."""
     temperatures: List[Temperature] = []
     rejected: List[str] = []
 
@@ -618,48 +628,63 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
             return None
         return float(value)
 
-    celsius = plausible("drive", temp_current)
+    celsius = plausible("drive", d.temp_current)
     if celsius is not None:
-        temperatures.append(
-            Temperature(
-                sensor="drive",
-                celsius=celsius,
-                max_celsius=plausible("drive max", temp_max),
-                limit_celsius=plausible("drive limit", temp_limit),
-            )
-        )
-    for sensor in extra_temps:
+        temperatures.append(Temperature(sensor="drive", celsius=celsius,
+                                        max_celsius=plausible("drive max", d.temp_max),
+                                        limit_celsius=plausible("drive limit", d.temp_limit)))
+    for sensor in d.sensors:
         if plausible(sensor.sensor, sensor.celsius) is not None:
             temperatures.append(sensor)
     if rejected:
-        extra["temperature_rejected"] = "; ".join(rejected)
+        d.extra["temperature_rejected"] = "; ".join(rejected)
+    return tuple(temperatures)
 
-    status = _lookup(doc, "smart_status.passed", "bool")
+
+_READERS = {KIND_NVME: _nvme, KIND_ATA: _ata, KIND_SCSI: _scsi}
+
+
+def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
+    """One smartctl JSON document (or a dict in the same shape) as a :class:`DriveReading`.
+
+    ``device`` overrides the path smartctl reports (the poller knows what it asked for)."""
+    if not isinstance(doc, dict):
+        raise ParseError(f"smartctl JSON: document is {type(doc).__name__}, expected an object")
+    exit_status = _lookup(doc, "smartctl.exit_status", "int")
+    if not _has_content(doc):
+        reason = _no_data_reason(doc) or "no identity or SMART data in the output"
+        raise NoSmartData(f"smartctl exit status {exit_status}: {reason}")
+    kind = _kind(doc)
+    dev_name = device or _lookup(doc, "device.name", "str") or "unknown"
+    dev_type = _pass_through_type(_lookup(doc, "device.type", "str"), _lookup(doc, "device.info_name", "str"))
+    d = _draft(doc, kind)
+    _READERS[kind](doc, d)
+    temperatures = _temperatures(d)
     reading = DriveReading(
         kind=kind,
         device=dev_name,
         serial=_lookup(doc, "serial_number", "str"),
         wwn=_wwn(doc),
-        model=model,
-        model_family=model_family,
-        vendor=vendor,
+        model=d.model,
+        model_family=d.model_family,
+        vendor=d.vendor,
         firmware=_lookup(doc, "firmware_version", "str")
         or _lookup(doc, "scsi_revision", "str")
         or _lookup(doc, "revision", "str"),
         block_device=_block_device(dev_name, dev_type),
         device_type=dev_type,
-        is_ssd=is_ssd,
-        capacity_bytes=capacity,
-        logical_sector_bytes=sector,
-        smart_healthy=status,
-        defects=defects,
-        temperatures=tuple(temperatures),
-        power_on_seconds=power_on_seconds,
-        power_cycles=power_cycles,
+        is_ssd=d.is_ssd,
+        capacity_bytes=d.capacity,
+        logical_sector_bytes=d.sector,
+        smart_healthy=_lookup(doc, "smart_status.passed", "bool"),
+        defects=d.defects,
+        temperatures=temperatures,
+        power_on_seconds=d.power_on_seconds,
+        power_cycles=d.power_cycles,
         tool_exit_status=exit_status,
-        sources=sources,
-        extra=extra,
-        **{k: v for k, v in fields.items() if v is not None},
+        sources=d.sources,
+        extra=d.extra,
+        **{k: v for k, v in d.fields.items() if v is not None},
     )
     if _is_standby_message(doc):
         reading = reading.replace(power_state="standby")

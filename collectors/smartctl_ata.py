@@ -29,8 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from collectors import ata_attributes as attrs
-from collectors import drivedb
-from collectors import evidence
+from collectors import drivedb, evidence
 
 _DEVSTAT_ALL_ONES = (1 << 48) - 1
 _DEVSTAT_WRAP = 1 << 32
