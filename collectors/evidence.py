@@ -134,3 +134,32 @@ def contain(reading: DriveReading) -> DriveReading:
     if not changes:
         return reading
     return dataclasses.replace(reading, extra=extra, sources=sources, **changes)
+
+
+_MONOTONE = ("host_written_bytes", "host_read_bytes", "nand_written_bytes", "power_on_seconds", "power_cycles")
+# Two readings of one counter a poll apart may differ by the rounding of the unit it is kept
+# in (32 MiB, a GiB, an hour), never more backwards than that.
+_BACKWARDS_SLACK = {"host_written_bytes": 2**30, "host_read_bytes": 2**30, "nand_written_bytes": 2**30,
+                    "power_on_seconds": 3600, "power_cycles": 0}
+
+
+def monotone(previous: Optional[DriveReading], current: DriveReading) -> DriveReading:
+    """``current`` with every lifetime counter that went backwards since ``previous`` (the same
+    drive's last reading from the same source) withheld: a counter that shrinks is a unit that
+    changed or a broken read, and a rate or projection built on it would be wrong."""
+    if previous is None or previous.identity != current.identity or previous.kind != current.kind:
+        return current
+    changes: Dict[str, Any] = {}
+    extra = dict(current.extra)
+    sources = dict(current.sources)
+    for name in _MONOTONE:
+        before, now = getattr(previous, name), getattr(current, name)
+        if before is None or now is None or now >= before - _BACKWARDS_SLACK[name]:
+            continue
+        changes[name] = None
+        extra[f"{name}_withheld"] = f"{sources.pop(name, name)}: went backwards from {before} to {now}"
+        if name in ("host_written_bytes", "nand_written_bytes") and current.write_amplification is not None:
+            changes["write_amplification"] = None
+    if not changes:
+        return current
+    return dataclasses.replace(current, extra=extra, sources=sources, **changes)
