@@ -75,7 +75,12 @@ def need_root() -> None:
 
 
 def find_nfpm() -> str:
-    for candidate in (os.environ.get("NFPM"), shutil.which("nfpm"), os.path.expanduser("~/go/bin/nfpm")):
+    gopath = None
+    if shutil.which("go"):
+        r = subprocess.run(["go", "env", "GOBIN", "GOPATH"], capture_output=True, text=True, timeout=60)
+        gobin, _, path = r.stdout.partition("\n")
+        gopath = os.path.join(gobin.strip() or os.path.join(path.strip(), "bin"), "nfpm")
+    for candidate in (os.environ.get("NFPM"), shutil.which("nfpm"), gopath):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     skip_or_fail("nfpm not installed (bash packaging/build.sh --install-tools)")
@@ -233,7 +238,8 @@ def with_systemd_running(argv: Sequence[str], fake: Path) -> List[str]:
 
 
 def apt(*args: str) -> List[str]:
-    return ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=300", "-o", "Dpkg::Options::=--force-confold", *args]
+    return ["apt-get", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=300",
+            "-o", "Dpkg::Options::=--force-confold", *args]
 
 
 def dpkg_i(deb: Path) -> List[str]:
@@ -420,9 +426,13 @@ def test_rpm_contents_and_scripts(packages):
 
 
 def python39() -> Optional[str]:
-    for candidate in [shutil.which("python3.9")] + sorted(glob.glob(os.path.expanduser(
-            "~/.pyenv/versions/3.9*/bin/python3.9"))):
-        if candidate and os.access(candidate, os.X_OK):
+    """A working Python 3.9 (pyenv's shims are left out: they may refuse to run)."""
+    candidates = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9*/bin/python3.9")))
+    candidates += [p for p in ("/usr/bin/python3.9", "/usr/local/bin/python3.9") if os.path.exists(p)]
+    for candidate in candidates:
+        r = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                           text=True, timeout=30)
+        if r.returncode == 0 and r.stdout.strip() == "(3, 9)":
             return candidate
     return None
 
@@ -469,6 +479,7 @@ test ! -e {m}/usr/lib/ssdfleet && test ! -e {m}/usr/bin/ssdfleet
 """
     r = run(["unshare", "--mount", "--propagation", "private", "sh", "-c", steps], check=False, timeout=600)
     print(r.stdout)
+    print("scriptlets and rpm said on stderr:", r.stderr.strip() or "nothing")
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     assert f"ssdfleet-{__version__}~dev0-1" in out and f"ssdfleet-{__version__}-1.x86_64" in out
