@@ -155,8 +155,8 @@ for unit in ssdfleet-agent.service ssdfleet-probe-helper.service; do
 done
 cp "$SRC/deploy/systemd/ssdfleet.sysusers.conf" "$STAGE/ssdfleet.sysusers.conf"
 cp "$SRC/deploy/config.example.yml" "$STAGE/config.example.yml"
-cp "$SRC/deploy/config.example.yml" "$SRC"/deploy/prometheus/ssdfleet-*.yml "$STAGE/share/" 2>/dev/null
-mv "$STAGE"/share/ssdfleet-*.yml "$STAGE/share/prometheus/"
+cp "$SRC/deploy/config.example.yml" "$STAGE/share/"
+cp "$SRC"/deploy/prometheus/ssdfleet-*.yml "$STAGE/share/prometheus/"
 cp "$SRC/deploy/prometheus/prometheus.yml" "$STAGE/share/prometheus/prometheus.example.yml"
 cp -R "$SRC/deploy/prometheus/targets" "$STAGE/share/prometheus/targets"
 cp "$SRC/deploy/alertmanager/alertmanager.yml" "$STAGE/share/alertmanager/alertmanager.example.yml"
@@ -168,7 +168,7 @@ cp "$SRC"/docs/*.md "$STAGE/doc/"
 cp "$SRC"/packaging/scripts/*.sh "$STAGE/scripts/"
 SYSUSERS_LINE=$(grep -v '^#' "$SRC/deploy/systemd/ssdfleet.sysusers.conf" | grep .)
 [ "$(printf '%s\n' "$SYSUSERS_LINE" | wc -l)" = 1 ] || die "ssdfleet.sysusers.conf should hold one line"
-case "$SYSUSERS_LINE" in *"'"*|*'|'*) die "ssdfleet.sysusers.conf: no ' or | please" ;; esac
+case "$SYSUSERS_LINE" in *"'"*|*'|'*|*'&'*|*'\'*) die "ssdfleet.sysusers.conf: the line may not hold ' | & or \\" ;; esac
 sed -i "s|@SYSUSERS_LINE@|$SYSUSERS_LINE|" "$STAGE/scripts/preinstall.sh"
 
 # nfpm's changelog (chglog YAML) from CHANGELOG.md: "## VERSION - DATE" and "- " items.
