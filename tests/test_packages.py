@@ -439,8 +439,9 @@ def python39() -> Optional[str]:
 
 def test_rpm_in_a_scratch_root(packages, tmp_path):
     """rpm --root into an overlay of this machine (upper layer in tmp_path, in a private mount
-    namespace): install the previous build, change the config and the history, upgrade, erase.
-    The scriptlets run inside, with Debian's tools standing in for RHEL's."""
+    namespace): install the previous build, change the config and the history, upgrade, verify
+    the installed units, erase. The scriptlets run inside, with Debian's tools standing in for
+    RHEL's; the installed commands then run with Python 3.9."""
     need_root()
     rpm = need("rpm", "Debian package rpm")
     need("unshare", "Debian package util-linux")
@@ -468,6 +469,10 @@ rpm -q ssdfleet
 grep -c operator {m}/etc/ssdfleet/config.yml
 cat {m}/var/lib/ssdfleet/history.sqlite
 test -x {m}/usr/bin/ssdfleet
+echo "== verify"
+chroot {m} systemd-analyze verify --man=no /usr/lib/systemd/system/ssdfleet-agent.service \
+    /usr/lib/systemd/system/ssdfleet-probe-helper.service 2>&1
+echo "== verified"
 mkdir -p {tmp_path}/installed/usr/bin {tmp_path}/installed/usr/lib
 cp -a {m}/usr/bin/ssdfleet {tmp_path}/installed/usr/bin/
 cp -a {m}/usr/lib/ssdfleet {tmp_path}/installed/usr/lib/
@@ -485,6 +490,8 @@ test ! -e {m}/usr/lib/ssdfleet && test ! -e {m}/usr/bin/ssdfleet
     assert f"ssdfleet-{__version__}~dev0-1" in out and f"ssdfleet-{__version__}-1.x86_64" in out
     assert "750 root ssdfleet" in out and "640 root ssdfleet" in out and "750 ssdfleet ssdfleet" in out
     assert "\n1\nhistory\n" in out, "the changed config and the history survived the upgrade"
+    verify = out[out.index("== verify\n") + len("== verify\n"):out.index("== verified")]
+    assert verify == "", f"systemd-analyze verify on the rpm's units: {verify}"
     # rpm has no purge: erase keeps the edited config (as config.yml.rpmsave) and the history.
     assert "config.yml.rpmsave" in out and "history.sqlite" in out
     # The real root saw none of it.
