@@ -2,6 +2,8 @@
 # Install (or remove) ssdfleet on this host: a virtualenv under /opt/ssdfleet, the config in
 # /etc/ssdfleet, the systemd units and the ssdfleet system user. Running it again gives the
 # same result; an existing /etc/ssdfleet/config.yml is never overwritten.
+# On Debian, Ubuntu and RHEL 9 install the .deb or .rpm instead (make packages,
+# docs/packaging.md); this script is for hosts that take no package.
 #
 #   deploy/install.sh                       install from this checkout (pip fetches the deps)
 #   deploy/install.sh --wheel-dir DIR       ... taking the dependencies from DIR only (offline)

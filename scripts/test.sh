@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(prometheus prometheus-alertmanager victoria-metrics smartmontools hdparm nvme-cli openssl chromium systemd)
+debs=(prometheus prometheus-alertmanager victoria-metrics smartmontools hdparm nvme-cli openssl chromium systemd rpm)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -18,6 +18,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   else
     echo "note: missing Debian packages ${missing[*]}; tests that need them will be skipped" >&2
   fi
+fi
+
+# nfpm for the package tests (tests/test_packages.py), built with Go at the pinned version.
+if command -v go >/dev/null; then
+  bash packaging/build.sh --install-tools >/dev/null || echo "note: could not install nfpm; the package tests will be skipped" >&2
+else
+  echo "note: no Go to install nfpm with; the package tests will be skipped" >&2
 fi
 
 PY=${PYTHON:-python3}
