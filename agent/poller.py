@@ -67,7 +67,7 @@ from agent.model import (
     WriteCacheState,
 )
 from agent.runner import REAPER, ToolResult, run_tool
-from collectors import blockdev, diskstats, drivedb, shannon, smartctl, smartctl_text, write_cache
+from collectors import blockdev, diskstats, drivedb, evidence, shannon, smartctl, smartctl_text, write_cache
 
 log = logging.getLogger("ssdfleet.poller")
 
@@ -656,6 +656,7 @@ class Poller:
                 del self._smart_inflight[key]
             if outcome == "ok":
                 assert isinstance(value, DriveReading)
+                value = evidence.monotone(self._smart.get(key), value)
                 self._smart[key] = value
                 self._smart_time[key] = when
                 self._smart_notes.pop(key, None)
@@ -796,7 +797,8 @@ class Poller:
                     if device not in cards and not errors:
                         self._shannon.pop(device, None)
                         self._shannon_time.pop(device, None)
-            for device, reading in cards.items():
+            for device, reading in list(cards.items()):
+                reading = cards[device] = evidence.monotone(self._shannon.get(device), reading)
                 self._shannon[device] = reading
                 self._shannon_time[device] = now
         for reading in cards.values():

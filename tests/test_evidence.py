@@ -54,3 +54,29 @@ def test_contain_withholds_what_cannot_be_true(field, value, why):
     contained = evidence.contain(reading)
     assert getattr(contained, field) is None
     assert why in contained.extra[f"{field}_withheld"]
+
+
+def test_poller_withholds_a_counter_that_went_backwards(tmp_path):
+    """The poller compares each drive's reading with its last one: an NVMe drive whose
+    data_units_written falls between two polls (a broken read) loses that figure only."""
+    import json
+
+    from agent.poller import Poller
+    from tests.fakehost import build_default_host
+
+    host = build_default_host(tmp_path)
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
+    poller = Poller(host.config())
+    try:
+        poller.poll_once()
+        serial = "BTNH93710FS91P0B"  # nvme0: scrutiny__smart-nvme.json, INTEL SSDPEKNW010T8
+        before = next(d for d in poller.snapshot().drives if d.serial == serial).reading.host_written_bytes
+        doc["nvme_smart_health_information_log"]["data_units_written"] //= 10
+        host.set_response("smartctl", "nvme0", json.dumps(doc))
+        poller.poll_once()
+        after = next(d for d in poller.snapshot().drives if d.serial == serial).reading
+    finally:
+        poller.stop()
+    assert before > 0 and after.host_written_bytes is None
+    assert "went backwards" in after.extra["host_written_bytes_withheld"]
+    assert after.life_left_ratio is not None and after.power_on_seconds is not None
