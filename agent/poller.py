@@ -67,7 +67,17 @@ from agent.model import (
     WriteCacheState,
 )
 from agent.runner import REAPER, ToolResult, run_tool
-from collectors import blockdev, diskstats, drivedb, evidence, shannon, smartctl, smartctl_text, write_cache
+from collectors import (
+    blockdev,
+    diskstats,
+    drivedb,
+    evidence,
+    passthrough,
+    shannon,
+    smartctl,
+    smartctl_text,
+    write_cache,
+)
 
 log = logging.getLogger("ssdfleet.poller")
 
@@ -75,7 +85,6 @@ Runner = Callable[..., ToolResult]
 
 # smartctl -d types that reach a drive behind a controller: such a drive has no block device
 # of its own (the kernel sees the controller's virtual disk).
-_PASS_THROUGH = ("megaraid", "cciss", "areca", "3ware", "hpt", "aacraid", "sssraid")
 
 # After this many consecutive SMART reads skipped because the drive was in standby, read it once
 # without --nocheck (waking it), as smartd's "-n standby,N" does. At the default 5-minute
@@ -104,7 +113,7 @@ class SmartTarget:
     def label(self) -> str:
         """The ``device`` label: the kernel name, qualified for pass-through drives."""
         name = self.device[5:] if self.device.startswith("/dev/") else self.device
-        if self.dev_type and any(p in self.dev_type for p in _PASS_THROUGH):
+        if passthrough.is_pass_through(self.dev_type):
             return f"{name}:{self.dev_type}"
         return name
 

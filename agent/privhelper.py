@@ -43,6 +43,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from agent.config import Config
 from agent.model import KIND_ATA, KIND_SCSI
 from agent.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
+from collectors import passthrough
 
 log = logging.getLogger("ssdfleet.privhelper")
 
@@ -78,16 +79,9 @@ _HDPARM_DEVICES = ("sd",)
 _NVME_DEVICES = ("nvme_ctrl",)
 _SHANNON_DEVICES = ("sct",)
 
-# smartctl -d values: the plain types, RAID/HBA pass-through with a disk number, and the USB
-# and USB-NVMe bridges. Each is matched whole, so "sat,12,foo" or "megaraid,0 -x" never pass.
-_DEV_TYPE_RE = re.compile(
-    r"auto|ata|scsi|nvme|sat|sat,(?:auto|12|16)"
-    r"|(?:sat\+)?megaraid,\d{1,3}|cciss,\d{1,3}|3ware,\d{1,3}|areca,\d{1,3}(?:/\d{1,2})?"
-    r"|aacraid,\d{1,2},\d{1,2},\d{1,3}|hpt,\d,\d(?:,\d)?"
-    r"|usbcypress|usbjmicron|usbprolific|usbsunplus|usbasm1352r"
-    r"|sntasmedia|sntjmicron|sntrealtek"
-)
-_MAX_DEV_TYPE_CHARS = 32
+# smartctl -d values: collectors.passthrough's table (plain types, RAID/HBA and bridge
+# pass-through with their arguments), each matched whole, so "sat,12,foo" or "megaraid,0 -x"
+# never pass.
 
 # The MegaRAID "/dev/bus/N" names are not nodes: smartctl talks to this ioctl node instead.
 _MEGARAID_NODE = "megaraid_sas_ioctl_node"
@@ -202,7 +196,7 @@ class Validator:
 
     @staticmethod
     def dev_type(requested: str) -> str:
-        if len(requested) > _MAX_DEV_TYPE_CHARS or not _DEV_TYPE_RE.fullmatch(requested):
+        if not passthrough.is_valid(requested):
             raise Refused(f"device type {requested!r} is not allowed")
         return requested
 

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from agent.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from agent.runner import ToolResult, run_tool
 from collectors import ata_attributes as attrs
-from collectors import evidence
+from collectors import evidence, passthrough
 from collectors import smartctl_ata as ata
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
@@ -199,7 +199,6 @@ def _wwn(doc: Dict[str, Any]) -> Optional[str]:
 
 
 _BLOCK_DEVICE = re.compile(r"/dev/((?:sd|hd|vd|xvd)[a-z]+|nvme\d+(?:n\d+)?)$")
-_PASS_THROUGH = re.compile(r"megaraid|cciss|aacraid|areca|3ware|hpt|intelliprop|jmb39x|jms56x")
 
 
 # smartctl names a cciss or 3ware disk's device type without its disk number ("cciss", where
@@ -218,7 +217,7 @@ def _pass_through_type(dev_type: Optional[str], info_name: Optional[str]) -> Opt
 
 
 def _block_device(name: str, dev_type: Optional[str]) -> Optional[str]:
-    if dev_type and _PASS_THROUGH.search(dev_type):
+    if passthrough.is_pass_through(dev_type):
         return None  # the /dev name is the controller, not this disk
     match = _BLOCK_DEVICE.search(name)
     return match.group(1) if match else None
