@@ -34,7 +34,7 @@ def _normalised(text: str) -> str:
             continue
         if _VOLATILE.match(line):
             line = re.sub(r" [^ ]+$", " <volatile>", line)
-            line = re.sub(r'(python_version|platform|version|revision)="[^"]*"', r'\1="<volatile>"', line)
+            line = re.sub(r'(python|python_version|platform|version|revision)="[^"]*"', r'\1="<volatile>"', line)
         out.append(line)
     return "\n".join(sorted(set(out), key=out.index)) + "\n"
 
