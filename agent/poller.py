@@ -42,6 +42,7 @@ import functools
 import logging
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -210,6 +211,7 @@ class Poller:
         self._smart_inflight: Dict[str, Future] = {}  # target key -> SMART read not finished
         self._smart_slow: Set[str] = set()  # targets whose last read failed or timed out
         self._standby_skips: Dict[str, int] = {}  # target key -> consecutive standby skips
+        self._smart_logged: Dict[str, str] = {}  # target key -> the failure last logged
         self._standby_max_skips = int(
             getattr(config, "smartctl_standby_max_skips", STANDBY_MAX_SKIPS)
         )
@@ -655,11 +657,19 @@ class Poller:
                     error = f"{key}: {value}"
                     self._smart_slow.add(key)
         if outcome == "ok":
+            self._smart_logged.pop(key, None)
             self.history.record(value.identity, when, value)
         elif outcome in ("nodata", "standby", "busy", "quarantined"):
             log.debug("smartctl %s: %s", key, value)
         else:
-            log.warning("smartctl %s: %s", key, value)
+            # The same failure every cycle is one WARNING line, then DEBUG until it changes
+            # or the drive reads fine again (the metric keeps counting every failure).
+            said = re.sub(r"[0-9.]+", "#", f"{outcome}: {value}")
+            if self._smart_logged.get(key) != said:
+                self._smart_logged[key] = said
+                log.warning("smartctl %s: %s", key, value)
+            else:
+                log.debug("smartctl %s: %s (again)", key, value)
         return error, unread
 
     def _read_smart(self, target: SmartTarget, use_json: bool) -> Tuple[str, object]:
