@@ -124,6 +124,8 @@ class Config(_Strict):
     state_dir: Optional[str] = None  # None: /var/lib/ssdfleet as root, else ~/.local/state
     history: bool = True
     history_retention_days: float = Field(400.0, gt=0)
+    # At most one history sample per drive this often (the projection needs days, not seconds).
+    history_min_interval_seconds: float = Field(600.0, ge=1, le=86400)
     tools: Tools = Tools()
     paths: Paths = Paths()
     intervals: Intervals = Intervals()

@@ -245,7 +245,8 @@ class Poller:
             history.lost_file = True  # asked for a file and did not get one: ssd_history_healthy 0
             history.healthy = False
             return history
-        return History(path, retention_days=self.config.history_retention_days)
+        return History(path, retention_days=self.config.history_retention_days,
+                       min_interval_seconds=self.config.history_min_interval_seconds)
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
@@ -946,6 +947,8 @@ class Poller:
             problems=tuple(f"{k}: {v}" for k, v in sorted(problems.items())),
             stuck=tuple(sorted(self._stuck)),
             history_dropped=tuple(sorted(getattr(self.history, "dropped_total", {}).items())),
+            history_recorded=int(getattr(self.history, "recorded_total", 0)),
+            history_pending=int(getattr(self.history, "pending_count", 0)),
         )
         self._published.set()
 
