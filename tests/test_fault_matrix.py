@@ -579,13 +579,15 @@ MATRIX = {
 def test_fault_matrix(host, fault):
     setup, visible, line = MATRIX[fault]
     setup(host)
-    agent = start(host)
+    # a history sample per drive every second, so lost samples can be counted
+    agent = start(host, config={"history_min_interval_seconds": 1})
     try:
         with Scraper(agent) as scraper:
             shown = wait_for(lambda: (lambda s: s if visible(s) else None)(scrape(agent)), timeout=15)
             assert shown, f"{fault}: not visible in the metrics"
             time.sleep(3.0)  # several cycles of the fault
             _fresh(agent)
+            recorded = value(scrape(agent), "ssd_history_samples_recorded_total")
         scraper.check()
         pid = agent.proc.pid
         agent.proc.send_signal(signal.SIGTERM)
@@ -600,3 +602,6 @@ def test_fault_matrix(host, fault):
     if fault != "history file is a FIFO (item 10)":
         stored = rows(host.state / "history.sqlite")
         assert set(HEALTHY) <= set(stored), f"{fault}: a healthy drive lost its samples: {stored}"
+        on_disk = sum(n for serial, n in stored.items() if serial != "OLD")  # OLD: recovered rows
+        print(f"  history: {recorded:.0f} samples recorded by the last scrape, {on_disk} on disk after SIGTERM")
+        assert recorded and on_disk >= recorded, "samples lost"
