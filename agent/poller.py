@@ -266,7 +266,7 @@ class Poller:
 
     def start(self) -> None:
         """Start one thread per source. Discovery runs first so the others have targets."""
-        self.run_discovery()
+        self._guarded("discovery", self.run_discovery)
         intervals = self.config.intervals
         plan = [("discovery", intervals.discovery, self.run_discovery)]
         for name in self.config.collectors:
