@@ -300,8 +300,13 @@ class Poller:
             for fn in self._listeners:
                 try:
                     fn(snap)
-                except Exception:  # a listener's bug must not stop the others or the poller
-                    log.exception("snapshot listener %r failed", fn)
+                except Exception as exc:  # a listener's bug must not stop the others or the poller
+                    message = f"{type(exc).__name__}: {exc}"
+                    if ("listener", message) in self._crashes_logged:
+                        log.error("snapshot listener %r failed again (%s)", fn, message)
+                    else:
+                        self._crashes_logged.add(("listener", message))
+                        log.exception("snapshot listener %r failed (%s)", fn, message)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the sources, wait up to ``timeout`` in all for their threads, then flush and
