@@ -31,6 +31,7 @@ import contextlib
 import logging
 import resource
 import signal
+import socket
 import threading
 import time
 from typing import Any, Dict, Generator, Optional, Tuple
@@ -48,6 +49,9 @@ FD_RESERVE = 256
 # Connections asyncio accepts in one go before any of them runs (uvicorn's backlog is also the
 # accept batch): kept small so the cap acts before a burst can use up the descriptors.
 ACCEPT_BACKLOG = 64
+# The kernel's queue of connections not yet accepted, set apart from the accept batch: a full
+# queue drops a scraper's SYN, which costs it a 1 s retransmit, so it is kept long.
+LISTEN_BACKLOG = 2048
 # How far the agent raises its own soft RLIMIT_NOFILE (never past the hard limit).
 WANTED_NOFILE = 8192
 
@@ -212,6 +216,13 @@ class AgentServer(uvicorn.Server):
             await super().startup(sockets=sockets)
         finally:
             del loop.create_server
+        for server in getattr(self, "servers", []):
+            for listening in server.sockets:
+                sock = socket.socket(fileno=listening.fileno())
+                try:
+                    sock.listen(LISTEN_BACKLOG)  # asyncio listened with the accept batch size
+                finally:
+                    sock.detach()
         if self.started:
             limits = getattr(self.config, "limits", None)
             log.info("listening on %s:%d%s", self.config.host, self.config.port,
