@@ -124,8 +124,8 @@ class Config(_Strict):
     state_dir: Optional[str] = None  # None: /var/lib/ssdfleet as root, else ~/.local/state
     history: bool = True
     history_retention_days: float = Field(400.0, gt=0)
-    # A drive's health sample is kept at most this often (a new drive's first one at once).
-    history_sample_interval_seconds: float = Field(600.0, ge=1, le=86400)
+    # At most one history sample per drive this often (the projection needs days, not seconds).
+    history_min_interval_seconds: float = Field(600.0, ge=1, le=86400)
     # smartmontools' drive database: "auto" picks the newest of the host's copies
     # (update-smart-drivedb's, the package's) and the one ssdfleet ships; or a path.
     smartctl_drivedb: str = "auto"

@@ -529,6 +529,7 @@ class History:
         # set by the owner when it asked for a file and could not even create its directory
         self.lost_file = False
         self.recovered_rows = 0  # rows salvaged from damaged files into new ones
+        self.recorded_total = 0  # samples accepted by record() (on disk, pending or dropped)
         # The file could not be opened for writing (permissions, full disk, locked, I/O): try
         # again at a flush at most every reopen_interval_seconds; rows kept meanwhile (memory,
         # or read from the file read-only) move into it when it opens.
@@ -846,6 +847,7 @@ class History:
                     )
                 )
                 self._last_ts[serial] = float(ts)
+                self.recorded_total += 1
                 self._flush()
             except Exception as exc:  # a bug here must cost a sample, never the collector
                 self._note_error(exc)

@@ -320,6 +320,12 @@ def agent_families(snap: Snapshot) -> List:
         for reason, count in sorted(counts.items()):
             dropped.add_metric([reason], float(count))
         out.append(dropped)
+        out.append(CounterMetricFamily(
+            "ssd_history_samples_recorded", "History samples accepted since the agent started (one per drive "
+            "per history_min_interval_seconds).", value=float(snap.history_recorded)))
+        out.append(GaugeMetricFamily(
+            "ssd_history_samples_pending", "History samples kept in memory because the last write failed.",
+            value=float(snap.history_pending)))
     return out
 
 

@@ -241,6 +241,8 @@ class Snapshot:
     stuck: Tuple[str, ...] = ()  # devices quarantined behind a probe that outlived SIGKILL
     # history rows SQLite refused since start, by reason (agent.history._drop_reason)
     history_dropped: Tuple[Tuple[str, int], ...] = ()
+    history_recorded: int = 0  # samples the history accepted since start
+    history_pending: int = 0  # of those, not yet on disk (a write failed)
 
     def by_serial(self) -> Dict[str, Drive]:
         return {d.serial: d for d in self.drives}

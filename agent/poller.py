@@ -42,6 +42,7 @@ import functools
 import logging
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -238,6 +239,7 @@ class Poller:
         self._smart_inflight: Dict[str, Future] = {}  # target key -> SMART read not finished
         self._smart_slow: Set[str] = set()  # targets whose last read failed or timed out
         self._standby_skips: Dict[str, int] = {}  # target key -> consecutive standby skips
+        self._smart_logged: Dict[str, str] = {}  # target key -> the failure last logged
         self._standby_max_skips = int(
             getattr(config, "smartctl_standby_max_skips", STANDBY_MAX_SKIPS)
         )
@@ -261,7 +263,7 @@ class Poller:
     def _open_history(self) -> History:
         if not self.config.history:
             return History(None, retention_days=self.config.history_retention_days,
-                           min_interval_seconds=self.config.history_sample_interval_seconds)
+                           min_interval_seconds=self.config.history_min_interval_seconds)
         state_dir = self.config.state_dir or default_state_dir()
         path = os.path.join(state_dir, "history.sqlite")
         try:
@@ -269,12 +271,12 @@ class Poller:
         except OSError as exc:
             log.error("cannot create state directory %s (%s); history kept in memory", state_dir, exc)
             history = History(None, retention_days=self.config.history_retention_days,
-                              min_interval_seconds=self.config.history_sample_interval_seconds)
+                              min_interval_seconds=self.config.history_min_interval_seconds)
             history.lost_file = True  # asked for a file and did not get one: ssd_history_healthy 0
             history.healthy = False
             return history
         return History(path, retention_days=self.config.history_retention_days,
-                       min_interval_seconds=self.config.history_sample_interval_seconds)
+                       min_interval_seconds=self.config.history_min_interval_seconds)
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
@@ -294,7 +296,7 @@ class Poller:
 
     def start(self) -> None:
         """Start one thread per source. Discovery runs first so the others have targets."""
-        self.run_discovery()
+        self._guarded("discovery", self.run_discovery)
         intervals = self.config.intervals
         plan = [("discovery", intervals.discovery, self.run_discovery)]
         for name in self.config.collectors:
@@ -328,8 +330,13 @@ class Poller:
             for fn in self._listeners:
                 try:
                     fn(snap)
-                except Exception:  # a listener's bug must not stop the others or the poller
-                    log.exception("snapshot listener %r failed", fn)
+                except Exception as exc:  # a listener's bug must not stop the others or the poller
+                    message = f"{type(exc).__name__}: {exc}"
+                    if ("listener", message) in self._crashes_logged:
+                        log.error("snapshot listener %r failed again (%s)", fn, message)
+                    else:
+                        self._crashes_logged.add(("listener", message))
+                        log.exception("snapshot listener %r failed (%s)", fn, message)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the sources, wait up to ``timeout`` in all for their threads, then flush and
@@ -687,11 +694,19 @@ class Poller:
                     error = f"{key}: {value}"
                     self._smart_slow.add(key)
         if outcome == "ok":
+            self._smart_logged.pop(key, None)
             self.history.record(value.identity, when, value)
         elif outcome in ("nodata", "standby", "busy", "quarantined"):
             log.debug("smartctl %s: %s", key, value)
         else:
-            log.warning("smartctl %s: %s", key, value)
+            # The same failure every cycle is one WARNING line, then DEBUG until it changes
+            # or the drive reads fine again (the metric keeps counting every failure).
+            said = re.sub(r"[0-9.]+", "#", f"{outcome}: {value}")
+            if self._smart_logged.get(key) != said:
+                self._smart_logged[key] = said
+                log.warning("smartctl %s: %s", key, value)
+            else:
+                log.debug("smartctl %s: %s (again)", key, value)
         return error, unread
 
     def _read_smart(self, target: SmartTarget, use_json: bool) -> Tuple[str, object]:
@@ -969,6 +984,8 @@ class Poller:
             problems=tuple(f"{k}: {v}" for k, v in sorted(problems.items())),
             stuck=tuple(sorted(self._stuck)),
             history_dropped=tuple(sorted(getattr(self.history, "dropped_total", {}).items())),
+            history_recorded=int(getattr(self.history, "recorded_total", 0)),
+            history_pending=int(getattr(self.history, "pending_count", 0)),
         )
         self._published.set()
 

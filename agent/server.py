@@ -16,6 +16,8 @@ This module closes those holes without replacing uvicorn:
 * :class:`AgentServer` handles SIGTERM and SIGINT by stopping the server and returning from
   :meth:`run` (a second signal skips the wait for open connections); it does not re-raise the
   signal, so the caller stops the poller, ends tool processes and flushes history, then exits 0.
+* A TLS handshake must finish within the same deadline (asyncio's default is 60 s), since a
+  connection is handed to the protocol, and counted, only after it.
 * :func:`quiet_repeats` keeps an error that repeats (asyncio's "accept() out of system
   resource" when file descriptors run out, one per connection attempt) to one log line per
   distinct message a minute, without a traceback after the first.
@@ -24,10 +26,12 @@ This module closes those holes without replacing uvicorn:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import resource
 import signal
+import socket
 import threading
 import time
 from typing import Any, Dict, Generator, Optional, Tuple
@@ -45,6 +49,9 @@ FD_RESERVE = 256
 # Connections asyncio accepts in one go before any of them runs (uvicorn's backlog is also the
 # accept batch): kept small so the cap acts before a burst can use up the descriptors.
 ACCEPT_BACKLOG = 64
+# The kernel's queue of connections not yet accepted, set apart from the accept batch: a full
+# queue drops a scraper's SYN, which costs it a 1 s retransmit, so it is kept long.
+LISTEN_BACKLOG = 2048
 # How far the agent raises its own soft RLIMIT_NOFILE (never past the hard limit).
 WANTED_NOFILE = 8192
 
@@ -192,7 +199,30 @@ class AgentServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
     async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
+        # A TLS connection is handed to the protocol (and counted against the cap) only once
+        # its handshake is done; asyncio's default 60 s for a handshake is the same hole as a
+        # half-sent request. Bound it by the request deadline.
+        limits = getattr(self.config, "limits", None)
+        loop = asyncio.get_running_loop()
+        create_server = loop.create_server
+
+        async def bounded_create_server(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("ssl") is not None and limits is not None:
+                kwargs.setdefault("ssl_handshake_timeout", limits.request_timeout)
+            return await create_server(*args, **kwargs)
+
+        loop.create_server = bounded_create_server  # type: ignore[method-assign]
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            del loop.create_server
+        for server in getattr(self, "servers", []):
+            for listening in server.sockets:
+                sock = socket.socket(fileno=listening.fileno())
+                try:
+                    sock.listen(LISTEN_BACKLOG)  # asyncio listened with the accept batch size
+                finally:
+                    sock.detach()
         if self.started:
             limits = getattr(self.config, "limits", None)
             log.info("listening on %s:%d%s", self.config.host, self.config.port,

@@ -55,7 +55,7 @@ def host(tmp_path):
 
 def test_impossible_counter_is_withheld_and_history_keeps_growing(host, tmp_path):
     config = tmp_path / "config.yml"
-    config.write_text("history_sample_interval_seconds: 1\n")
+    config.write_text("history_min_interval_seconds: 1\n")
     agent = AgentProcess(host, FAST + ["--config", str(config)])
     try:
         agent.wait_ready()

@@ -663,3 +663,69 @@ def test_uvicorn_checks_client_allowed_sans(confdir: Path, pki: Path) -> None:
             assert allowed.get(url).status_code == 200
         with tls_client(pki, cert="intruder") as refused, pytest.raises(httpx.TransportError):
             refused.get(url)
+
+
+@contextlib.contextmanager
+def running_agent_server(app, cfg: Optional[WebConfig], request_timeout: float = 1.0) -> Iterator[int]:
+    """As :func:`running`, with the agent's own server (agent/server.py) and its limits."""
+    from agent import server as http_server
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = webconfig.uvicorn_config(secure_app(app, cfg), cfg, log_level="critical", lifespan="on")
+    http_server.server_config(app, config, request_timeout, 64)
+    server = http_server.AgentServer(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def test_tls12_accepts_only_aead_suites_by_default(confdir: Path, pki: Path) -> None:
+    """Issue 13: OpenSSL's defaults let two CBC suites through on TLS 1.2."""
+    cfg = load_web_config(str(place("tls.good.yml", confdir)))
+    assert not cfg.tls.cipher_suites
+    with running_agent_server(make_app(), cfg) as port:
+        url = f"https://127.0.0.1:{port}/healthz"
+        # both key types: the test certificate's decides which of each pair can be used
+        for suite, accepted in (("ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256", True),
+                                ("ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA", False),
+                                ("ECDHE-RSA-AES256-SHA384:ECDHE-ECDSA-AES256-SHA384", False),
+                                ("ECDHE-RSA-AES128-SHA256:ECDHE-ECDSA-AES128-SHA256", False),
+                                ("AES128-SHA256:AES128-SHA", False)):
+            ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+            try:
+                ctx.set_ciphers(suite)
+            except ssl.SSLError:
+                continue  # this OpenSSL has not even the client side of it
+            with httpx.Client(verify=ctx, timeout=5) as client:
+                if accepted:
+                    assert client.get(url).status_code == 200, suite
+                else:
+                    with pytest.raises(httpx.ConnectError):
+                        client.get(url)
+
+
+def test_a_stalled_tls_handshake_is_closed_at_the_request_deadline(confdir: Path, pki: Path) -> None:
+    cfg = load_web_config(str(place("tls.good.yml", confdir)))
+    with running_agent_server(make_app(), cfg, request_timeout=1.0) as port:
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        started = time.monotonic()
+        try:
+            assert s.recv(1) == b""  # never sent a ClientHello: closed by the server
+        except ConnectionResetError:
+            pass
+        took = time.monotonic() - started
+        s.close()
+        assert took < 5.0, took
