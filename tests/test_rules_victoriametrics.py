@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import pytest
 import yaml
 
-from tests.promstack import victoriametrics_factory, vmalert_binary  # noqa: F401 (fixture)
+from tests.promstack import skip_or_fail, victoriametrics_factory, vmalert_binary  # noqa: F401 (fixture)
 from tests.test_rules import metric_names, parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,8 +80,6 @@ def test_vmalert_alert_file_differs_only_in_keep_firing_for():
 def test_vmalert_loads_the_shipped_files():
     binary = vmalert_binary()
     if not binary:
-        from tests.promstack import skip_or_fail
-
         skip_or_fail("vmalert binary not found (apt-get install victoria-metrics)")
     result = subprocess.run(
         [binary, "-dryRun", "-rule.validateExpressions", "-rule.validateTemplates",
