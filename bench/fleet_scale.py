@@ -20,7 +20,8 @@ every query of the fleet dashboard (dashboards/json/ssdfleet-fleet.json) with ``
 substituted: as Grafana sends it (instant, or a range over the dashboard's 7 days) and
 repeated to take a median.
 
-With ``--before-dashboard OLD.json`` it also times the panels of another version of the fleet
+``--rules-dir DIR`` loads the two rule files from DIR instead of deploy/prometheus (another
+version's, to compare rule group times). With ``--before-dashboard OLD.json`` it also times the panels of another version of the fleet
 dashboard (``git show REF:dashboards/json/ssdfleet-fleet.json > OLD.json``) against the same
 Prometheus at the same moment, and prints both per panel: the before/after of a dashboard
 change. ``--output FILE`` writes everything printed after the backfill to FILE as well.
@@ -399,6 +400,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--before-dashboard", help="another fleet dashboard JSON to time alongside")
     ap.add_argument("--output", help="also write the results to this file")
+    ap.add_argument("--rules-dir", help="load ssdfleet-recording.yml and ssdfleet-alerts.yml from here "
+                    "(default deploy/prometheus), e.g. another version's, to time its rule groups")
     args = ap.parse_args()
     out = Tee()
     for tool in ("prometheus", "promtool"):
@@ -429,7 +432,7 @@ def main() -> int:
               f"{time.monotonic() - t:.1f} s", flush=True)
 
         for name in ("ssdfleet-recording.yml", "ssdfleet-alerts.yml"):
-            src = ROOT / "deploy" / "prometheus" / name
+            src = Path(args.rules_dir or ROOT / "deploy" / "prometheus") / name
             if src.exists():
                 shutil.copy(src, workdir / name)
         rules = [n for n in ("ssdfleet-recording.yml", "ssdfleet-alerts.yml") if (workdir / n).exists()]
@@ -461,7 +464,8 @@ def main() -> int:
         if args.output:
             out.open(args.output)
             out(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days at "
-                f"{args.step:g} s; live scrape every 60 s for {args.settle:.0f} s before measuring\n")
+                f"{args.step:g} s; live scrape every 60 s for {args.settle:.0f} s before measuring; rules from "
+                f"{args.rules_dir or 'deploy/prometheus'}\n")
         stopping.wait(args.settle)
 
         head = api(base, "/api/v1/status/tsdb")["data"]["headStats"]

@@ -89,6 +89,7 @@ def metric_names(expr: str) -> set:
     text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
     text = re.sub(r"\[[^\]]*\]", "", text)  # range and subquery durations
     text = re.sub(r"\boffset\s+-?[0-9][0-9a-z]*", "", text)  # offset durations
+    text = re.sub(r"\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", "", text)  # numbers (1e-9 is not a metric e)
     text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
     names = set()
     for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
@@ -208,6 +209,7 @@ def test_metric_name_extraction():
             'max without (sensor) (rate(ssd_io_busy_seconds_total[5m])) and ssd:x:rate5m')
     assert metric_names(expr) == {"ssd_temperature_celsius", "ssd_io_busy_seconds_total", "ssd:x:rate5m"}
     assert metric_names("(ssd_x - ssd_x offset 1d >= 0) / 86400 or ssd_y offset 1h30m") == {"ssd_x", "ssd_y"}
+    assert metric_names("ssd_x2 - 1e-9 * ssd_y / 2.5E+3") == {"ssd_x2", "ssd_y"}
 
 
 def test_recording_rule_names_follow_level_metric_operations():

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 import pytest
 import yaml
 
-from tests.promstack import victoriametrics_factory, vmalert_binary  # noqa: F401 (fixture)
+from tests.promstack import skip_or_fail, victoriametrics_factory, vmalert_binary  # noqa: F401 (fixture)
 from tests.test_rules import metric_names, parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,8 +37,9 @@ PROM_ALERTS = ROOT / "deploy" / "prometheus" / "ssdfleet-alerts.yml"
 VM_ALERTS = ROOT / "deploy" / "victoriametrics" / "ssdfleet-alerts.yml"
 RULE_TESTS = ROOT / "tests" / "rules"
 
-# (promtool test file, case name): every case of young_series_test.yml, and the existing
-# cases about growing counters and day baselines, which must keep their meaning on this store.
+# (promtool test file, case name): every case of young_series_test.yml, the existing cases
+# about growing counters and day baselines, which must keep their meaning on this store, and
+# the rankings with ties (topk/bottomk alone pick different drives on the two stores).
 CASES = [
     ("young_series_test.yml", "a busy drive that appears mid-test stays silent"),
     ("young_series_test.yml", "a young drive that becomes busy beyond its normal fires"),
@@ -50,6 +51,7 @@ CASES = [
     ("drive_verdicts_test.yml", "old media errors stay silent"),
     ("performance_test.yml", "write latency far above the drive's normal"),
     ("performance_test.yml", "utilisation far above the drive's normal"),
+    ("recording_test.yml", "rankings break ties by bytes written"),
 ]
 
 
@@ -78,8 +80,6 @@ def test_vmalert_alert_file_differs_only_in_keep_firing_for():
 def test_vmalert_loads_the_shipped_files():
     binary = vmalert_binary()
     if not binary:
-        from tests.promstack import skip_or_fail
-
         skip_or_fail("vmalert binary not found (apt-get install victoria-metrics)")
     result = subprocess.run(
         [binary, "-dryRun", "-rule.validateExpressions", "-rule.validateTemplates",
