@@ -40,7 +40,7 @@ _DEVSTAT_SLACK_SECTORS = 2048  # the two counters are read a moment apart
 # heritage) and GiB (Phison).
 _CANDIDATE_UNITS = (attrs.LBA, attrs.MIB, attrs.UNIT_32MIB, attrs.GIB)
 
-_VOLUME_NAME = re.compile(r"Writ|Read|LBAs|Wts|Rds", re.IGNORECASE)
+_VOLUME_NAME = re.compile(r"Written|Writes|Reads_|Reads$|LBAs_Read|Wts_|Rds_|Sector_Write")  # not *_Error_Rate
 
 # Hour counts at which a 15- or 16-bit power-on counter stops: old firmware (SanDisk U100 from
 # 2012, reported in 2021 at 32766 = 0x7FFE) leaves it there for good.
