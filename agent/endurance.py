@@ -81,10 +81,11 @@ _TABLE: Tuple[_Rating, ...] = (
     _Rating("Intel DC P4610", r"P4610|SSDPE2KE\d{3}T8", dwpd=3.0),
     # Intel client drives from the source documents (seeds/003): the figures the author
     # worked with, 25 nm MLC at ~5,000 P/E and 20 nm MLC at ~3,000 P/E.
-    # Only the 320's part numbers are matched (SSDSA2CW/SSDSA2BW ..G3); the 335 shares its
-    # SSDSC2CT prefix with the 330, so it is matched by name only.
+    # Part numbers as smartctl prints them: the 320 is SSDSA2CW/SSDSA2BW ..G3; the 335 is
+    # SSDSC2CT..A4, the 330 its SSDSC2CT..A3 sibling (smartmontools drivedb.h, entry "Intel
+    # 330/335 Series SSDs": "INTEL SSDSC2CT(060|120|180|240)A[34]", "A4 = 335 Series").
     _Rating("Intel 320", r"Intel(?: SSD)? 320\b|SSDSA2[CB]W\d{3}G3", pe_cycles=5000),
-    _Rating("Intel 335", r"Intel(?: SSD)? 335\b", pe_cycles=3000),
+    _Rating("Intel 335", r"Intel(?: SSD)? 335\b|SSDSC2CT\d{3}A4\b", pe_cycles=3000),
     # Samsung data-centre SATA and NVMe. MZ7LM = PM863, MZ7KM = SM863, MZ7LH = PM883,
     # MZQLB = PM983, MZPLL/MZWLL = PM1725a, MZQL2 = PM9A3. PM863/PM883/PM983 carry a 3-year
     # warranty at 1.3 DWPD.
@@ -192,6 +193,7 @@ def rated_endurance(
     model: Optional[str],
     capacity_bytes: Optional[int],
     overrides: Overrides = _NO_OVERRIDES,
+    model_family: Optional[str] = None,
 ) -> Optional[RatedEndurance]:
     """Rated endurance of a drive model, or ``None`` when unknown.
 
@@ -213,7 +215,9 @@ def rated_endurance(
         except (re.error, ValueError, TypeError) as exc:
             _warn_once(f"endurance override {pattern!r} ignored: {exc}")
     for regex, rating in _COMPILED:
-        if not regex.search(model):
+        # The model string first; smartctl's model family ("Intel 730 and DC S35x0/3610/3700
+        # Series SSDs") names the series where the part number does not.
+        if not regex.search(model) and not (model_family and regex.search(model_family)):
             continue
         suffix = f" ({rating.note})" if rating.note else ""
         if rating.tbw_bytes is not None:

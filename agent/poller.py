@@ -956,7 +956,7 @@ class Poller:
             if io is not None and self._io_time:
                 polls["diskstats"] = self._io_time
             rated = rated_endurance(
-                reading.model or "", reading.capacity_bytes, self._endurance_overrides()
+                reading.model or "", reading.capacity_bytes, self._endurance_overrides(), reading.model_family
             )
             try:
                 projections = projection_mod.project_all(reading, now, self.history, rated)

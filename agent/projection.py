@@ -138,9 +138,12 @@ def project_observed(
 
 
 def _write_amplification(reading: DriveReading) -> Optional[float]:
-    """Lifetime write amplification: the drive's own figure, else NAND / host bytes."""
+    """Lifetime write amplification: the drive's own figure, else NAND / host bytes, unless the
+    normaliser found that ratio implausible (then it is not one to project with)."""
     if reading.write_amplification is not None and reading.write_amplification > 0:
         return float(reading.write_amplification)
+    if "write_amplification_rejected" in reading.extra or "write_amplification_withheld" in reading.extra:
+        return None
     host, nand = reading.host_written_bytes, reading.nand_written_bytes
     if host and nand:
         return float(nand) / float(host)

@@ -337,7 +337,9 @@ def _ratio_left(percent_used: float) -> float:
 # tell compression from a partial counter, so a figure below 1 is not reported.
 WRITE_AMPLIFICATION_RANGE = (1.0, 50.0)
 COMPRESSING_WRITE_AMPLIFICATION_RANGE = (0.1, 50.0)
-_COMPRESSING_FAMILY = re.compile(r"SandForce|Seagate Nytro", re.IGNORECASE)
+# Intel's 520 and 330/335 series are SandForce SF-2281 drives under Intel's name (their drive
+# database entries keep SandForce's attribute layout: 225 host writes in 32 MiB, 233 wear).
+_COMPRESSING_FAMILY = re.compile(r"SandForce|Seagate Nytro|Intel 520|Intel 330/335", re.IGNORECASE)
 
 # A temperature of 0 C is what a drive without a sensor reports (RAID volumes, Crucial m4,
 # SCT status on cheap firmware); below -40 C or above 150 C no drive is working: garbage.

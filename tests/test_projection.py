@@ -14,6 +14,8 @@ Figures computed by these tests (decimal units; a year is 365 days):
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 
 import pytest
@@ -404,3 +406,30 @@ def test_endurance_overrides_and_table():
     )
     # a DWPD rating without a capacity cannot be turned into bytes
     assert rated_endurance("INTEL SSDSC2BA400G3", None) is None
+
+
+def test_seed_003_intel_335_from_what_smartctl_prints():
+    """seeds/003: an Intel 335 240 GB (20 nm MLC, ~3,000 P/E) as a ZFS log device written at
+    3 MB/s lasts "only 7 years". The report of a real SSDSC2CT240A4 (smartctl prints the part
+    number, not "335") gets that rating from the table, with no override."""
+    from agent.endurance import rated_endurance
+    from agent.projection import project_rated
+    from collectors.smartctl_text import parse_smartctl_text_reading
+    from tests.conftest import read_fixture
+
+    text = read_fixture("smartctl-text-bsdhw/bsdhw__SSD_Intel_SSDSC2CT240A4_E554F9853ED8.txt").decode()
+    reading = parse_smartctl_text_reading(text, "/dev/sdb")
+    assert reading.model == "INTEL SSDSC2CT240A4"
+    rated = rated_endurance(reading.model, reading.capacity_bytes, model_family=reading.model_family)
+    assert rated is not None and rated.pe_cycles == 3000 and "Intel 335" in rated.source
+    now = 1.7e9
+    year = 365.25 * 86400
+    # The seed's arithmetic: every host byte reaches the NAND (write amplification 1).
+    plain = dataclasses.replace(reading, nand_written_bytes=None, write_amplification=None)
+    years = (project_rated(plain, rated, now, host_write_rate=3e6).wearout_timestamp - now) / year
+    assert 6.8 < years < 7.8, years
+    # This drive's own counters say its SandForce controller compresses (NAND 18% below host):
+    # the projection takes that, and the drive lasts longer than the seed's estimate.
+    assert reading.write_amplification is not None and reading.write_amplification < 1
+    years_measured = (project_rated(reading, rated, now, host_write_rate=3e6).wearout_timestamp - now) / year
+    assert years < years_measured < years / reading.write_amplification + 0.1
