@@ -15,7 +15,6 @@ Figures computed by these tests (decimal units; a year is 365 days):
 from __future__ import annotations
 
 import dataclasses
-
 import re
 
 import pytest
