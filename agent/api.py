@@ -30,8 +30,8 @@ from pydantic import BaseModel
 
 from agent import __version__
 from agent.metrics import Exposition
-from agent.model import Snapshot
 from agent.views import DriveView, FlagTracker, snapshot_views, worst
+from collectors.model import Snapshot
 
 
 class CollectorOut(BaseModel):

@@ -94,10 +94,15 @@ def _simulated(args: argparse.Namespace) -> None:
     agent's tool and host paths at it, so the real probe-parse path runs on any machine."""
     if not getattr(args, "simulate", None):
         return
+    from agent.history import History
     from simulator.demo import setup_simulated_host
 
+    def open_history(path: str, step: float) -> History:
+        return History(path, min_interval_seconds=step)
+
     overrides = setup_simulated_host(drives=args.simulate, speed=args.simulate_speed,
-                                     root=args.simulate_dir, state_dir=getattr(args, "state_dir", None))
+                                     root=args.simulate_dir, state_dir=getattr(args, "state_dir", None),
+                                     open_history=open_history)
     for key, value in overrides.items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)
@@ -124,7 +129,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return render_page(snap, now, history=poller.history, flags=flags)
 
     from agent import server as http_server
-    from agent.runner import LIVE
+    from collectors.runner import LIVE
 
     app = create_app(poller.snapshot, page=page, history=poller.history, flags=flags)
     poller.add_listener(app.state.exposition.prepare)

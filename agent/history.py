@@ -69,7 +69,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from agent.model import DriveReading
+from collectors.model import DriveReading
 
 log = logging.getLogger("ssdfleet.history")
 

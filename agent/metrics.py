@@ -19,8 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from agent import __version__
-from agent.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 from collectors import write_cache
+from collectors.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 
 DRIVE_LABELS = ["device", "serial"]
 

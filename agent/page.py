@@ -14,7 +14,6 @@ import socket
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent import __version__
-from agent.model import Snapshot
 from agent.views import (
     CRITICAL,
     LIFE_CRITICAL,
@@ -36,6 +35,7 @@ from agent.views import (
     utc_time,
     worst,
 )
+from collectors.model import Snapshot
 
 DAY = 86400.0
 DEFAULT_REFRESH_SECONDS = 30

@@ -4,7 +4,7 @@ Each source runs in its own thread on its own interval (SMART every few minutes,
 every few seconds), so a slow ``smartctl`` never delays iostat. Every tool call goes through
 the bounded runner; at most ``max_concurrent_probes`` run at once and never two on the same
 device. After each source run the poller builds a new immutable
-:class:`~agent.model.Snapshot`; HTTP handlers only ever read the current one.
+:class:`~collectors.model.Snapshot`; HTTP handlers only ever read the current one.
 
 A source that fails for one drive keeps serving that drive's last good values (their age is
 exported); a drive that is no longer discovered leaves the snapshot.
@@ -54,7 +54,18 @@ from agent import projection as projection_mod
 from agent.config import Config
 from agent.endurance import rated_endurance
 from agent.history import History, default_state_dir
-from agent.model import (
+from collectors import (
+    blockdev,
+    diskstats,
+    drivedb,
+    evidence,
+    passthrough,
+    shannon,
+    smartctl,
+    smartctl_text,
+    write_cache,
+)
+from collectors.model import (
     KIND_ATA,
     KIND_NVME,
     KIND_SCSI,
@@ -67,18 +78,7 @@ from agent.model import (
     Snapshot,
     WriteCacheState,
 )
-from agent.runner import REAPER, ToolResult, run_tool
-from collectors import (
-    blockdev,
-    diskstats,
-    drivedb,
-    evidence,
-    passthrough,
-    shannon,
-    smartctl,
-    smartctl_text,
-    write_cache,
-)
+from collectors.runner import REAPER, ToolResult, run_tool
 
 log = logging.getLogger("ssdfleet.poller")
 

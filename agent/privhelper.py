@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agent.config import Config
-from agent.model import KIND_ATA, KIND_SCSI
-from agent.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
 from collectors import passthrough
+from collectors.model import KIND_ATA, KIND_SCSI
+from collectors.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
 
 log = logging.getLogger("ssdfleet.privhelper")
 
@@ -642,7 +642,7 @@ def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
 
 
 class HelperRunner:
-    """Runs tools through the helper; called exactly like :func:`agent.runner.run_tool`.
+    """Runs tools through the helper; called exactly like :func:`collectors.runner.run_tool`.
 
     Never raises for the helper's faults: a missing helper, a refusal or a garbled answer is a
     :class:`ToolResult` with ``error`` set, as a tool that cannot be started would be.

@@ -33,7 +33,7 @@ import dataclasses
 from typing import Dict, Optional, Tuple
 
 from agent.endurance import RatedEndurance
-from agent.model import DriveReading, Projection
+from collectors.model import DriveReading, Projection
 
 OBSERVED = "observed"
 RATED = "rated"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent.metrics import NVME_WARNING_BITS, effective_cache
-from agent.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
 from collectors import write_cache
+from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
 
 OK, WARNING, CRITICAL = "ok", "warning", "critical"
 _RANK = {OK: 0, WARNING: 1, CRITICAL: 2}

@@ -45,7 +45,7 @@ from agent.config import load_config  # noqa: E402
 from agent.history import History  # noqa: E402
 from agent.metrics import Exposition  # noqa: E402
 from agent.poller import Poller  # noqa: E402
-from agent.runner import ToolResult  # noqa: E402
+from collectors.runner import ToolResult  # noqa: E402
 from simulator import tool as simtool  # noqa: E402
 from simulator.demo import demo_drives  # noqa: E402
 from simulator.host import SimHost  # noqa: E402

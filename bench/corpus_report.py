@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agent.model import DriveReading, ParseError  # noqa: E402
 from collectors import ata_attributes as attrs  # noqa: E402
 from collectors import smartctl_ata as ata  # noqa: E402
+from collectors.model import DriveReading, ParseError  # noqa: E402
 from collectors.smartctl import NoSmartData, normalise_smartctl  # noqa: E402
 from collectors.smartctl_text import parse_smartctl_text  # noqa: E402
 

@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 from agent.config import ConfigError, load_config  # noqa: E402
 from agent.history import History  # noqa: E402
-from agent.model import DriveReading  # noqa: E402
 from agent.privhelper import HelperRunner, Refused  # noqa: E402
-from agent.runner import ToolResult  # noqa: E402
+from collectors.model import DriveReading  # noqa: E402
+from collectors.runner import ToolResult  # noqa: E402
 from tests import test_fuzz_parsers as table  # noqa: E402
 
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?")

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from agent.model import ParseError
+from collectors.model import ParseError
 
 # Devices that are not drives: partitions are handled by their parent; these are virtual.
 _NOT_A_DRIVE = re.compile(r"^(loop|ram|zram|dm-|md|sr|fd|nbd|rbd|drbd)\d*")

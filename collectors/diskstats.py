@@ -37,7 +37,7 @@ import os
 import re
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from agent.model import IoStats, ParseError
+from collectors.model import IoStats, ParseError
 
 # The block layer's unit, independent of the device's logical block size (see the module doc).
 DISKSTATS_SECTOR_BYTES = 512

@@ -22,7 +22,7 @@ import dataclasses
 import math
 from typing import Any, Dict, Optional
 
-from agent.model import DriveReading
+from collectors.model import DriveReading
 
 # Bytes per second a link can move at most, by drive kind: SATA 3 (600 MB/s), SAS-4
 # (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s).

@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from agent.model import DriveReading, ParseError
 from collectors import evidence
+from collectors.model import DriveReading, ParseError
 
 __all__ = [
     "CRITICAL_WARNING_BITS",

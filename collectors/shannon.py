@@ -6,7 +6,7 @@ vendor tool ``shannon-status`` (and, with newer drivers, from files the driver p
 ``/dev/sctX`` that ``shannon-status`` takes, and the *block* node ``/dev/dfX`` that holds
 the data.
 
-Three text shapes are parsed here, all into :class:`~agent.model.DriveReading`:
+Three text shapes are parsed here, all into :class:`~collectors.model.DriveReading`:
 
 ``shannon-status -p /dev/scta`` (key=value), generation 1 (driver 2.6.x), one card::
 
@@ -61,9 +61,9 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 
-from agent.model import KIND_SHANNON, DriveReading, ParseError, Temperature, Voltage
-from agent.runner import ToolResult, run_tool
 from collectors import evidence
+from collectors.model import KIND_SHANNON, DriveReading, ParseError, Temperature, Voltage
+from collectors.runner import ToolResult, run_tool
 
 __all__ = [
     "SYSFS_FILES",

@@ -27,11 +27,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from agent.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
-from agent.runner import ToolResult, run_tool
 from collectors import ata_attributes as attrs
 from collectors import evidence, passthrough
 from collectors import smartctl_ata as ata
+from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
+from collectors.runner import ToolResult, run_tool
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
 # cannot happen otherwise: bit 0 (bad command line) makes smartctl stop before it opens the

@@ -1,6 +1,6 @@
 """Plain-text ``smartctl`` output (smartmontools 5.x and 6.x hosts, which have no ``--json``).
 
-The text parser does not build a :class:`~agent.model.DriveReading` itself. It rebuilds the
+The text parser does not build a :class:`~collectors.model.DriveReading` itself. It rebuilds the
 dict that ``smartctl --json`` would have printed for the same drive (same key names, same
 nesting, same types), so that one normaliser, :func:`collectors.smartctl.normalise_smartctl`,
 owns every unit conversion and vendor rule for both formats. A text host and a JSON host with
@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from agent.model import DriveReading, ParseError
+from collectors.model import DriveReading, ParseError
 
 __all__ = [
     "parse_smartctl_text",

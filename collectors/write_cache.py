@@ -30,7 +30,8 @@ import os
 import re
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from agent.model import (
+from collectors.diskstats import drive_device_for
+from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
     CACHE_UNKNOWN,
@@ -41,8 +42,7 @@ from agent.model import (
     ParseError,
     WriteCacheState,
 )
-from agent.runner import ToolResult, run_tool
-from collectors.diskstats import drive_device_for
+from collectors.runner import ToolResult, run_tool
 
 SOURCE_SYSFS_QUEUE = "sysfs_queue"
 SOURCE_SCSI_CACHE_TYPE = "scsi_cache_type"

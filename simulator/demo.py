@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from simulator import tool
 from simulator.host import SimHost, make_spec
@@ -86,14 +86,17 @@ BACKFILL_SECONDS = 2 * 3600.0
 
 def setup_simulated_host(drives: int = 6, speed: float = 3600.0, root: Optional[str] = None,
                          backfill_seconds: float = BACKFILL_SECONDS,
-                         state_dir: Optional[str] = None) -> Dict[str, str]:
+                         state_dir: Optional[str] = None,
+                         open_history: Optional[Callable[[str, float], Any]] = None) -> Dict[str, str]:
     """Build a simulated host and return the agent's argparse overrides (tool paths, sysfs,
     procfs, state dir). With ``root`` None a temporary directory is used and removed at exit.
     ``state_dir`` (``--state-dir``) puts the history there instead of under ``root``.
 
     The drives have been running for ``backfill_seconds`` of real time already (that many
     seconds times ``speed`` of simulated time), and the history file in the state directory
-    holds what the agent would have recorded over that time (see :func:`seed_history`)."""
+    holds what the agent would have recorded over that time (see :func:`seed_history`), written
+    through ``open_history(path, step)``: the agent's own history class, which the caller hands
+    in (the simulator does not import the agent; the agent imports the simulator)."""
     if drives < 1:
         raise ValueError("a simulated host needs at least one drive")
     if root is None:
@@ -106,8 +109,8 @@ def setup_simulated_host(drives: int = 6, speed: float = 3600.0, root: Optional[
         # the user's --state-dir: the seeded history goes where the agent will read it
         host.state_dir = Path(state_dir)
         host.state_dir.mkdir(parents=True, exist_ok=True)
-    if backfill_seconds > 0 and speed > 0:
-        seed_history(host, now - backfill_seconds, now)
+    if backfill_seconds > 0 and speed > 0 and open_history is not None:
+        seed_history(host, now - backfill_seconds, now, open_history=open_history)
     host.start_refresher(1.0)
     _HOSTS.append(host)
     return host.overrides()
@@ -120,16 +123,18 @@ def _used_by(spec: DriveSpec, t: float) -> DriveSpec:
     return dataclasses.replace(spec, start_life_used=max(0.0, spec.start_life_used - accrued))
 
 
-def seed_history(host: SimHost, start: float, end: float, step: float = 600.0) -> int:
+def seed_history(host: SimHost, start: float, end: float, step: float = 600.0,
+                 open_history: Optional[Callable[[str, float], Any]] = None) -> int:
     """Write the agent's history for real times ``start`` .. ``end`` into the host's state
     directory, as the agent would have: each drive's tool output rendered at that moment and
     read by the agent's own parsers, one sample every ``step`` seconds. Returns the samples
-    written."""
-    from agent.history import History
+    written. ``open_history(path, step)`` opens the history to write (the agent's class)."""
     from collectors import shannon, smartctl
 
+    if open_history is None:
+        return 0
     probe = smartctl.SmartctlProbe(tool="smartctl")
-    history = History(str(host.state_dir / "history.sqlite"), min_interval_seconds=step)
+    history = open_history(str(host.state_dir / "history.sqlite"), step)
     written = 0
     try:
         t = start

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from agent.history import History
-from agent.model import DriveReading
+from collectors.model import DriveReading
 from tests.conftest import fixture_path
 from tests.fakehost import DISKSTATS, ROOT, AgentProcess, FakeHost
 

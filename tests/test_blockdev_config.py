@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent.config import ConfigError, load_config
-from agent.model import ParseError
 from collectors.blockdev import is_candidate, parse_block_device, read_block_devices
+from collectors.model import ParseError
 
 # -- blockdev -------------------------------------------------------------------------------
 

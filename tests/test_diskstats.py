@@ -11,7 +11,6 @@ import shutil
 
 import pytest
 
-from agent.model import IoStats, ParseError
 from collectors.diskstats import (
     DiskstatsReader,
     DiskstatsReading,
@@ -22,6 +21,7 @@ from collectors.diskstats import (
     parse_diskstats_snapshots,
     whole_disks,
 )
+from collectors.model import IoStats, ParseError
 from tests.conftest import fixture_path, read_fixture
 
 JC = "iostat/proc-diskstats/jc__linux-proc_diskstats.txt"  # MIT, kernel 5.5+ (20 fields)

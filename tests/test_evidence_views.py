@@ -7,10 +7,10 @@ import dataclasses
 import time
 
 from agent.metrics import drive_families
-from agent.model import Drive, Snapshot
 from agent.page import render_page
 from agent.status import format_drive
 from agent.views import drive_view
+from collectors.model import Drive, Snapshot
 from collectors.smartctl_text import parse_smartctl_text_reading
 from tests.conftest import read_fixture
 

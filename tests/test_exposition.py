@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.metrics import Exposition, make_registry
-from agent.model import Snapshot
+from collectors.model import Snapshot
 from tests.conftest import fixture_path
 from tests.fakehost import build_default_host
 from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL

@@ -535,7 +535,7 @@ def _damaged_history(host: FakeHost) -> None:
 
     path = host.state / "history.sqlite"
     with History(str(path)) as h:
-        from agent.model import DriveReading
+        from collectors.model import DriveReading
         for i in range(50):
             h.record("OLD", time.time() - (50 - i) * 3600, DriveReading(kind="ata", device="/dev/old", host_written_bytes=i))
     data = bytearray(path.read_bytes())

@@ -37,7 +37,7 @@ TIMEOUT = 1.0
 GRACE = 0.3
 MAX_PROBES = 4
 # The longest one SMART read can hold a probe slot: timeout, grace, then a second of waiting
-# after SIGKILL before the runner gives up (agent/runner.py). A healthy drive queued behind
+# after SIGKILL before the runner gives up (collectors/runner.py). A healthy drive queued behind
 # such reads is refreshed within one interval plus that, plus scheduling slack.
 SLOT_HOLD = TIMEOUT + GRACE + 1.0
 HEALTHY_AGE_BOUND = SMART_INTERVAL + SLOT_HOLD + 1.5

@@ -31,11 +31,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.config import ConfigError, load_config
-from agent.model import ParseError
 from agent.privhelper import PROTOCOL_VERSION, HelperRunner, ProbeHelper, Refused, Validator
-from agent.runner import ToolResult
 from agent.webconfig import WebConfigError, parse_web_config
 from collectors import blockdev, diskstats, nvme_cli, shannon, smartctl, smartctl_text, write_cache
+from collectors.model import ParseError
+from collectors.runner import ToolResult
 from tests.conftest import FIXTURES, ROOT, fixture_files, read_fixture
 
 # SSDFLEET_FUZZ_SCALE=10 runs ten times the examples (a longer hunt than the test suite's).

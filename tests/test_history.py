@@ -22,8 +22,8 @@ from agent.history import (
     default_state_dir,
     least_squares_slope,
 )
-from agent.model import DriveReading
 from collectors import shannon, smartctl
+from collectors.model import DriveReading
 from tests.conftest import ROOT, read_fixture
 
 DAY = 86400.0
@@ -286,7 +286,7 @@ def test_bad_blocks_and_media_errors_of_real_readings_are_stored(tmp_path, load,
 _KILL_CHILD = r"""
 import sys, time
 from agent.history import History
-from agent.model import DriveReading
+from collectors.model import DriveReading
 h = History(sys.argv[1], clock=lambda: 1_700_000_000.0 + 100 * 3600)
 for i in range(50):
     h.record("S1", 1_700_000_000.0 + i * 3600, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=i))
@@ -428,7 +428,7 @@ def test_write_while_locked_keeps_samples_and_flushes_later(tmp_path, caplog):
 _FULL_CHILD = r"""
 import json, os, resource, signal, sys
 from agent.history import History
-from agent.model import DriveReading
+from collectors.model import DriveReading
 path = sys.argv[1]
 h = History(path, clock=lambda: 1_700_000_000.0 + 400 * 3600, max_rows_per_drive=100000)
 h.record("S0", 1_700_000_000.0, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=0))
@@ -919,7 +919,7 @@ def test_a_fifo_as_the_history_file_does_not_hang_the_start(tmp_path, caplog):
 _FULL_AT_START_CHILD = r"""
 import json, os, resource, signal, sys
 from agent.history import History
-from agent.model import DriveReading
+from collectors.model import DriveReading
 path = sys.argv[1]
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 # the disk is full before the agent starts: no file may grow, the -shm cannot be created
@@ -955,7 +955,7 @@ def test_full_disk_at_start_keeps_the_old_rows_and_writes_once_there_is_space(tm
 _NOBODY_CHILD = r"""
 import json, os, sys
 from agent.history import History  # imported first: nobody cannot read root's Python
-from agent.model import DriveReading
+from collectors.model import DriveReading
 os.setgid(65534); os.setuid(65534)
 h = History(sys.argv[1], clock=lambda: 1_700_000_000.0)
 h.record("S1", 1_700_000_000.0, DriveReading(kind="ata", device="/dev/sda", host_written_bytes=1))

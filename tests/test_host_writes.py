@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from agent.model import ParseError
+from collectors.model import ParseError
 from collectors.smartctl import normalise_smartctl
 from collectors.smartctl_text import parse_smartctl_text
 from tests.conftest import fixture_files, read_fixture

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from agent.model import ParseError
+from collectors.model import ParseError
 from collectors.nvme_cli import (
     CRITICAL_WARNING_BITS,
     NvmeController,

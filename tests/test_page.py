@@ -25,10 +25,10 @@ from typing import Dict, List
 import pytest
 
 from agent.history import History, Sample
-from agent.model import DriveReading, Snapshot
 from agent.page import render_page, sparkline
 from agent.poller import Poller
 from agent.views import history_points
+from collectors.model import DriveReading, Snapshot
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, AgentProcess, FakeHost, build_default_host
 from tests.promstack import skip_or_fail

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from agent.privhelper import MAX_REQUEST_BYTES, PROTOCOL_VERSION, HelperRunner
-from agent.runner import ToolResult
+from collectors.runner import ToolResult
 from collectors.smartctl import SmartctlProbe
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, AgentProcess, FakeHost, build_default_host

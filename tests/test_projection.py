@@ -21,7 +21,6 @@ import pytest
 
 from agent.endurance import RatedEndurance, rated_endurance
 from agent.history import History
-from agent.model import DriveReading, Projection
 from agent.projection import (
     OBSERVED,
     RATED,
@@ -33,6 +32,7 @@ from agent.projection import (
     project_trend,
     remaining_host_writes,
 )
+from collectors.model import DriveReading, Projection
 from tests.conftest import FIXTURES, fixture_path
 
 GB = 10**9

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.runner import run_tool
+from collectors.runner import run_tool
 
 
 def script(tmp_path: Path, body: str, name: str = "tool") -> str:

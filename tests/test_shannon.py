@@ -13,8 +13,8 @@ import stat
 
 import pytest
 
-from agent.model import ParseError, Temperature, Voltage
-from agent.runner import run_tool
+from collectors.model import ParseError, Temperature, Voltage
+from collectors.runner import run_tool
 from collectors.shannon import (
     SYSFS_FILES,
     ShannonProbe,

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List
 
-from agent.model import ParseError
+from collectors.model import ParseError
 from collectors.smartctl import NoSmartData, parse_scan_json, parse_smartctl_json
 from tests.conftest import fixture_files
 

@@ -13,9 +13,9 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
-from agent.model import ParseError
-from agent.runner import ToolResult
 from collectors import ata_attributes as attrs
+from collectors.model import ParseError
+from collectors.runner import ToolResult
 from collectors.smartctl import (
     STANDBY_EXIT_STATUS,
     NoSmartData,

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 import yaml
 
-from agent.model import ParseError
+from collectors.model import ParseError
 from collectors.smartctl import NoSmartData, ScanEntry, normalise_smartctl, parse_scan_text, parse_smartctl_json
 from collectors.smartctl_text import (
     parse_smartctl_text,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 from agent.history import History
-from agent.model import DriveReading
 from agent.page import render_page
 from agent.poller import Poller
+from collectors.model import DriveReading
 from tests.fakehost import build_default_host
 from tests.test_e2e_agent import SHANNON_SERIAL
 from tests.test_page import cell, drive_rows, parse

@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 
-from agent.model import (
+from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
     CACHE_UNKNOWN,
