@@ -244,5 +244,16 @@ def stop_process(proc: subprocess.Popen) -> None:
             proc.wait(timeout=5)
 
 
+def history_rows(path: Path) -> Dict[str, int]:
+    """{serial: samples} in an agent's history file, read as it is on disk."""
+    import sqlite3
+
+    conn = sqlite3.connect(str(path))
+    try:
+        return dict(conn.execute("SELECT serial, COUNT(*) FROM samples GROUP BY serial").fetchall())
+    finally:
+        conn.close()
+
+
 def promtool() -> Optional[str]:
     return shutil.which("promtool")

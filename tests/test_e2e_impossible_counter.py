@@ -11,13 +11,12 @@ drive's history keeps growing.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 
 import pytest
 
 from tests.conftest import fixture_path
-from tests.fakehost import AgentProcess, FakeHost
+from tests.fakehost import AgentProcess, FakeHost, history_rows
 from tests.test_e2e_agent import FAST, scrape, value, wait_for
 
 BSDHW = "smartctl-text-bsdhw/"
@@ -28,14 +27,6 @@ NVME_B = BSDHW + "bsdhw__NVMe_ADATA_APSFG-2T-CSUS_0189060AFC01.txt"
 OLD_BANNER = "smartctl-text/linuxhw-EnterpriseDrive__SSD_Crucial_CT500MX200SSD1_6DF324EA380D.txt"
 SCAN = "smartctl-text/pySMART__linux_multiple_devices_--scan-open.txt"
 KINGFAST_ID = "/dev/bus/0:sat+megaraid,60"  # masked serial: identity is the path and -d type
-
-
-def _history_rows(db) -> dict:
-    con = sqlite3.connect(str(db))
-    try:
-        return dict(con.execute("select serial, count(*) from samples group by serial").fetchall())
-    finally:
-        con.close()
 
 
 @pytest.fixture
@@ -74,9 +65,9 @@ def test_impossible_counter_is_withheld_and_history_keeps_growing(host, tmp_path
         assert row["state"] == "withheld" and ("2**63" in row["reason"] or "capacity" in row["reason"])
         # every drive, the KingFast included, keeps adding samples
         db = host.state / "history.sqlite"
-        first = wait_for(lambda: (lambda r: r if len(r) == 3 else None)(_history_rows(db)), timeout=30)
+        first = wait_for(lambda: (lambda r: r if len(r) == 3 else None)(history_rows(db)), timeout=30)
         time.sleep(4)
-        later = _history_rows(db)
+        later = history_rows(db)
         assert set(later) == set(first)
         assert all(later[k] > first[k] for k in first), (first, later)
         assert "Traceback" not in agent.log() and "crashed" not in agent.log()

@@ -28,7 +28,7 @@ import psutil
 import pytest
 
 from tests.conftest import ROOT, read_fixture
-from tests.fakehost import AgentProcess, FakeHost, build_default_host
+from tests.fakehost import AgentProcess, FakeHost, build_default_host, history_rows
 from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
 
 SCRAPE_BOUND = 1.0  # the requirement for /metrics, throughout every fault
@@ -106,14 +106,6 @@ def start(host: FakeHost, *extra: str, history: bool = True, config: Optional[Di
     return agent
 
 
-def rows(path: Path) -> Dict[str, int]:
-    conn = sqlite3.connect(str(path))
-    try:
-        return dict(conn.execute("SELECT serial, COUNT(*) FROM samples GROUP BY serial").fetchall())
-    finally:
-        conn.close()
-
-
 @pytest.fixture
 def host(tmp_path) -> FakeHost:
     return build_default_host(tmp_path)
@@ -146,7 +138,7 @@ def test_sigterm_stops_cleanly_flushes_history_and_ends_tools_in_flight(host):
     log = agent.log()
     assert "stopped (SIGTERM)" in log and "history flushed" in log
     assert "Traceback" not in log
-    stored = rows(host.state / "history.sqlite")
+    stored = history_rows(host.state / "history.sqlite")
     assert {SDA_SERIAL, NVME0_SERIAL, SHANNON_SERIAL} <= set(stored), stored
 
 
@@ -485,7 +477,7 @@ def test_simulate_with_a_state_dir_keeps_the_seeded_history(tmp_path):
     agent = AgentProcess(host, ["--simulate", "2", "--simulate-dir", str(tmp_path / "sim"), "--state-dir", str(state)])
     try:
         agent.wait_ready(timeout=60)
-        assert sum(rows(state / "history.sqlite").values()) > 10
+        assert sum(history_rows(state / "history.sqlite").values()) > 10
     finally:
         agent.stop()
 
@@ -600,7 +592,7 @@ def test_fault_matrix(host, fault):
     if line is not None:
         assert 1 <= log.count(line) <= 2, f"{fault}: {log.count(line)} lines with {line!r}"
     if fault != "history file is a FIFO (item 10)":
-        stored = rows(host.state / "history.sqlite")
+        stored = history_rows(host.state / "history.sqlite")
         assert set(HEALTHY) <= set(stored), f"{fault}: a healthy drive lost its samples: {stored}"
         on_disk = sum(n for serial, n in stored.items() if serial != "OLD")  # OLD: recovered rows
         print(f"  history: {recorded:.0f} samples recorded by the last scrape, {on_disk} on disk after SIGTERM")

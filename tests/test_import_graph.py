@@ -6,7 +6,6 @@ those inside functions too."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 from typing import Dict, Set
 
 from tests.conftest import ROOT
