@@ -504,10 +504,23 @@ def main() -> int:
                 f"{seconds * 1e3:.0f} ms | {n} |", flush=True)
         out(f"\ndashboard total (sequential): {sum(totals):.2f} s over {len(totals)} queries")
         if args.before_dashboard:
-            before = time_dashboard(base, Path(args.before_dashboard), jobs, qnow)
+            # Interleaved, query for query (before, after, before, after, ...), so that load
+            # from anything else on the machine falls on both sides alike.
+            old_queries = dashboard_queries(Path(args.before_dashboard))
+            new_queries = dashboard_queries(ROOT / "dashboards" / "json" / "ssdfleet-fleet.json")
+            samples: Dict[Tuple[str, int], List[float]] = {}
+            for _ in range(5):
+                for side, queries in (("before", old_queries), ("after", new_queries)):
+                    for index, (_title, expr, instant) in enumerate(queries):
+                        seconds, _ = time_query(base, substitute(expr, jobs), instant, qnow, 1)
+                        samples.setdefault((side, index), []).append(seconds)
+            before = [(title, expr, instant, statistics.median(samples[("before", i)]), 0)
+                      for i, (title, expr, instant) in enumerate(old_queries)]
+            after = [(title, expr, instant, statistics.median(samples[("after", i)]), 0)
+                     for i, (title, expr, instant) in enumerate(new_queries)]
             old_panels, new_panels = per_panel(before), per_panel(after)
             out(f"\npanel query time, {args.before_dashboard} (before) against the current dashboard "
-                "(after), same Prometheus, same moment (sum of the medians of a panel's queries):\n")
+                "(after), same Prometheus, timed in turns (sum over a panel's queries of the median of 5):\n")
             out("| panel | before | queries | after | queries |")
             out("|---|---:|---:|---:|---:|")
             for title in dict.fromkeys([*old_panels, *new_panels]):
