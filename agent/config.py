@@ -118,6 +118,25 @@ class TemperatureRule(_Strict):
         return WriteCacheRule._regex(v)
 
 
+class PowerLossProtectionRule(_Strict):
+    """Drives matching ``serial`` or ``model`` (a regex) have power-loss protection
+    (``protected: true``, the default) or are known to have none (``false``). It sets the
+    expected write cache state where no write_cache_rules entry matches (agent/durability.py)."""
+
+    serial: Optional[str] = None
+    model: Optional[str] = None
+    protected: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _regex(cls, v: Optional[str]) -> Optional[str]:
+        return WriteCacheRule._regex(v)
+
+    def model_post_init(self, __context) -> None:
+        if self.serial is None and self.model is None:
+            raise ValueError("a power_loss_protection entry needs a serial or a model")
+
+
 class Config(_Strict):
     listen_address: str = f":{DEFAULT_PORT}"
     web_config_file: Optional[str] = None
@@ -149,6 +168,9 @@ class Config(_Strict):
     write_cache_rules: List[WriteCacheRule] = []
     endurance: List[EnduranceRule] = []
     temperature_limits: List[TemperatureRule] = []
+    # Issue 15: drives with (or known to be without) power-loss protection, beyond the model
+    # table in agent/durability.py; empty by default.
+    power_loss_protection: List[PowerLossProtectionRule] = []
     # /proc/diskstats: device-mapper and loop devices are not drives; a host that wants their
     # counters anyway (a dm-crypt volume as the only view of a disk) can have them.
     include_device_mapper: bool = False

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
 from prometheus_client.registry import Collector
 
-from agent import __version__
+from agent import __version__, durability
 from agent.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 from collectors import write_cache
 
@@ -238,6 +238,15 @@ def drive_families(drives: Iterable[Drive]) -> List:
                 wrong = write_cache.mismatch(effective, d.write_cache_expected)
                 gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
                       None if wrong is None else int(wrong))
+
+        # Flush integrity and power-loss protection (issue 15, agent/durability.py).
+        ignored = durability.flush_ignored(d.write_cache)
+        gauge("ssd_write_cache_flush_ignored",
+              "1 when the kernel treats the drive as write through (sends no FLUSH) while the drive reports its volatile cache on.",
+              ids, None if ignored is None else int(ignored))
+        gauge("ssd_power_loss_protection",
+              "1: the drive has power-loss protection, 0: it has none (configuration or cited model table); absent when unknown.",
+              ids, _bool(d.power_loss_protection))
 
         # Endurance and projection.
         gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)

@@ -205,6 +205,9 @@ class Drive:
     projections: Tuple[Projection, ...] = ()
     rated_endurance_bytes: Optional[float] = None
     last_poll: Dict[str, float] = field(default_factory=dict)  # collector -> unix time of data
+    # True / False: the drive has / lacks power-loss protection (configuration or model table,
+    # agent/durability.py); None: unknown.
+    power_loss_protection: Optional[bool] = None
 
     @property
     def serial(self) -> str:

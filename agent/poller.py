@@ -49,6 +49,7 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from agent import durability
 from agent import projection as projection_mod
 from agent.config import Config
 from agent.endurance import rated_endurance
@@ -941,7 +942,8 @@ class Poller:
                 Drive(
                     reading=reading,
                     write_cache=self._cache.get(label, ()),
-                    write_cache_expected=self.config.expected_write_cache(reading.serial, reading.model),
+                    write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model),
+                    power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model)[0],
                     io=io,
                     projections=tuple(projections),
                     rated_endurance_bytes=_rated_bytes(rated, reading),
