@@ -137,6 +137,22 @@ class PowerLossProtectionRule(_Strict):
             raise ValueError("a power_loss_protection entry needs a serial or a model")
 
 
+class SyncWrite(_Strict):
+    """The opt-in sync-write probe (collectors/syncwrite.py): off while ``directories`` is
+    empty. Each run writes at most ``writes`` blocks of 8 kB, for at most ``max_seconds``, at
+    most ``max_ops_per_second``, into one file of at most ``file_bytes`` per directory."""
+
+    directories: List[str] = []
+    interval_seconds: float = Field(300.0, ge=1, le=7 * 86400)
+    writes: int = Field(64, ge=1, le=100000)
+    max_seconds: float = Field(1.0, gt=0, le=60)
+    max_ops_per_second: float = Field(1000.0, gt=0, le=1000000)
+    file_bytes: int = Field(64 * 1024, ge=8192, le=64 * 1024 * 1024)
+    min_free_bytes: int = Field(64 * 1024 * 1024, ge=0)
+    min_free_ratio: float = Field(0.02, ge=0, lt=1)
+    o_dsync: bool = False
+
+
 class Config(_Strict):
     listen_address: str = f":{DEFAULT_PORT}"
     web_config_file: Optional[str] = None
@@ -171,6 +187,8 @@ class Config(_Strict):
     # Issue 15: drives with (or known to be without) power-loss protection, beyond the model
     # table in agent/durability.py; empty by default.
     power_loss_protection: List[PowerLossProtectionRule] = []
+    # Issue 15: the sync-write probe, off by default (no directories).
+    syncwrite: SyncWrite = SyncWrite()
     # /proc/diskstats: device-mapper and loop devices are not drives; a host that wants their
     # counters anyway (a dm-crypt volume as the only view of a disk) can have them.
     include_device_mapper: bool = False

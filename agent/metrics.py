@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
 from prometheus_client.registry import Collector
 
-from agent import __version__, durability
+from agent import __version__, durability, syncwrite
 from agent.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 from collectors import write_cache
 
@@ -328,6 +328,7 @@ def agent_families(snap: Snapshot) -> List:
     build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
+    out.extend(syncwrite.families(snap.syncwrite))  # the opt-in sync-write probe (issue 15)
     if history is not None:
         out.append(history)
         dropped = CounterMetricFamily(

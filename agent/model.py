@@ -244,6 +244,8 @@ class Snapshot:
     stuck: Tuple[str, ...] = ()  # devices quarantined behind a probe that outlived SIGKILL
     # history rows SQLite refused since start, by reason (agent.history._drop_reason)
     history_dropped: Tuple[Tuple[str, int], ...] = ()
+    # the sync-write probe's latest result per directory (collectors.syncwrite.SyncWriteResult)
+    syncwrite: tuple = ()
 
     def by_serial(self) -> Dict[str, Drive]:
         return {d.serial: d for d in self.drives}

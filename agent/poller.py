@@ -51,6 +51,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from agent import durability
 from agent import projection as projection_mod
+from agent import syncwrite as syncwrite_mod
 from agent.config import Config
 from agent.endurance import rated_endurance
 from agent.history import History, default_state_dir
@@ -247,6 +248,11 @@ class Poller:
         self._threads: List[threading.Thread] = []
         self._history_dropped_seen = 0  # history rows dropped as of the last history run
         self._crashes_logged: Set[Tuple[str, str]] = set()  # (source, error) with a traceback logged
+        # The opt-in sync-write probe (issue 15): None unless syncwrite.directories is set.
+        self.syncwrite = syncwrite_mod.probe_from_config(config)
+        self._syncwrite: tuple = ()
+        if self.syncwrite is not None:
+            self._sources["syncwrite"] = _SourceState("syncwrite")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -282,6 +288,8 @@ class Poller:
         self._guarded("discovery", self.run_discovery)
         for name in self.config.collectors:
             self._guarded(name, functools.partial(self._run_source, name))
+        if self.syncwrite is not None:
+            self._guarded("syncwrite", self.run_syncwrite)
         return self._snapshot
 
     def start(self) -> None:
@@ -296,6 +304,8 @@ class Poller:
             else:
                 fn = functools.partial(self._run_source, name)
             plan.append((name, interval, fn))
+        if self.syncwrite is not None:
+            plan.append(("syncwrite", self.config.syncwrite.interval_seconds, self.run_syncwrite))
         for name, interval, fn in plan:
             t = threading.Thread(
                 target=self._loop, args=(name, interval, fn, name != "discovery"),
@@ -881,6 +891,20 @@ class Poller:
             log.warning("%s", e)
         self._finish("diskstats", started, errors, unread)
 
+    # ------------------------------------------------------------------ sync-write probe
+
+    def run_syncwrite(self) -> None:
+        """One bounded burst per configured directory (collectors/syncwrite.py). A directory
+        skipped for being read-only or nearly full is not a failure; an error or a stuck sync is."""
+        started = time.monotonic()
+        results = self.syncwrite.run()
+        errors = [f"{r.directory}: {r.skipped}: {r.detail}" for r in results if r.skipped in ("error", "stuck")]
+        for e in errors:
+            log.warning("syncwrite %s", e)
+        with self._lock:
+            self._syncwrite = results
+        self._finish("syncwrite", started, errors)
+
     # ------------------------------------------------------------------ history
 
     def _note_history(self) -> None:
@@ -960,6 +984,7 @@ class Poller:
             problems=tuple(f"{k}: {v}" for k, v in sorted(problems.items())),
             stuck=tuple(sorted(self._stuck)),
             history_dropped=tuple(sorted(getattr(self.history, "dropped_total", {}).items())),
+            syncwrite=self._syncwrite,
         )
         self._published.set()
 
