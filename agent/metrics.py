@@ -328,7 +328,7 @@ def agent_families(snap: Snapshot) -> List:
     build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
-    out.extend(syncwrite.families(snap.syncwrite))  # the opt-in sync-write probe (issue 15)
+    out.extend(syncwrite.families(snap.syncwrite, snap.drives))  # the opt-in sync-write probe (issue 15)
     if history is not None:
         out.append(history)
         dropped = CounterMetricFamily(

@@ -8,13 +8,17 @@ results and does no I/O.
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 
+from collectors.diskstats import drive_device_for
 from collectors.syncwrite import SyncWriteProbe, SyncWriteResult, SyncWriteSettings, summarise
 
-LABELS = ["path", "device", "method"]
+# device and serial: the drive the directory lives on, as the per-drive series name it, so
+# that alerts and joins (ssd_drive_info) work as for every other drive series; "" when the
+# directory is on no drive the agent knows (tmpfs, NFS, a device-mapper volume).
+LABELS = ["path", "device", "serial", "method"]
 QUANTILES = (0.5, 0.9, 0.99, 1.0)
 
 
@@ -36,10 +40,23 @@ def probe_from_config(config) -> Optional[SyncWriteProbe]:
                           sysfs_root=config.paths.sysfs)
 
 
-def families(results: Iterable[SyncWriteResult]) -> List:
+def drive_labels(block_device: Optional[str], drives: Iterable) -> Tuple[str, str]:
+    """(device, serial) of the drive holding ``block_device`` (sda, nvme0n1), as the drive's
+    own series label them; ("", "") when no drive in the snapshot matches."""
+    if not block_device:
+        return "", ""
+    by_device: Dict[str, str] = {d.device: d.serial for d in drives}
+    for name in (block_device, drive_device_for(block_device)):
+        if name in by_device:
+            return name, by_device[name]
+    return "", ""
+
+
+def families(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List:
     results = list(results)
     if not results:
         return []
+    drives = list(drives)
     ops = GaugeMetricFamily(
         "ssd_syncwrite_ops_per_second",
         "Synchronous 8 kB writes per second the last probe burst achieved (writes / time in them; pacing excluded).",
@@ -57,7 +74,7 @@ def families(results: Iterable[SyncWriteResult]) -> List:
     last_run = GaugeMetricFamily(
         "ssd_syncwrite_last_run_timestamp_seconds", "When the last probe run in the directory started.", labels=LABELS)
     for r in results:
-        ids = [r.directory, r.device or "", r.method]
+        ids = [r.directory, *drive_labels(r.device, drives), r.method]
         last_run.add_metric(ids, r.started)
         latency.add_metric(ids, count_value=r.ops_total, sum_value=r.latency_seconds_total)
         for q, value in summarise(r, QUANTILES).items():

@@ -288,7 +288,7 @@ def test_the_poller_runs_the_probe_and_exports_it(tmp_path):
     finally:
         poller.stop()
     registry = make_registry(poller.snapshot)
-    ids = {"path": str(wal), "device": "", "method": "fdatasync"}  # the fake sysfs knows no device
+    ids = {"path": str(wal), "device": "", "serial": "", "method": "fdatasync"}  # the fake sysfs knows no device
     assert registry.get_sample_value("ssd_syncwrite_ops_per_second", ids) > 0
     assert registry.get_sample_value("ssd_syncwrite_latency_seconds_count", ids) == 40
     assert registry.get_sample_value("ssd_syncwrite_latency_seconds_sum", ids) > 0
