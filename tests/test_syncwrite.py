@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agent.metrics import make_registry, render
 from agent.poller import Poller
@@ -34,7 +35,19 @@ from collectors.syncwrite import (
     run_burst,
     summarise,
 )
-from tests.fakehost import FakeHost, promtool
+from tests.fakehost import AgentProcess, FakeHost, build_default_host, promtool
+from tests.livefleet import FAST_INTERVALS
+from tests.promstack import alertmanager_factory, prometheus_factory  # noqa: F401 (fixtures)
+from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
+    ALERT_RULES,
+    RECORDING_RULES,
+    _alerts_text,
+    _wait_for,
+    alertmanager_config,
+    shortened_rules,
+    webhook,
+)
+from tests.test_e2e_agent import SDA_SERIAL
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a loop device needs root")
@@ -188,12 +201,26 @@ SHIM = r"""
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Delays every fdatasync() by $SLOW_FDATASYNC_US microseconds, then does the real one. */
+#include <stdio.h>
+
+/* Delays every fdatasync() by $SLOW_FDATASYNC_US microseconds, or by the number of
+   microseconds in the file $SLOW_FDATASYNC_FILE (read at each call, so a test can change it
+   while the process runs), then does the real one. */
 int fdatasync(int fd) {
     static int (*real)(int);
+    long delay = 0;
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
     const char *us = getenv("SLOW_FDATASYNC_US");
-    if (us) usleep((useconds_t)atol(us));
+    const char *path = getenv("SLOW_FDATASYNC_FILE");
+    if (us) delay = atol(us);
+    if (path) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%ld", &delay) != 1) delay = 0;
+            fclose(f);
+        }
+    }
+    if (delay > 0) usleep((useconds_t)delay);
     return real(fd);
 }
 """
@@ -299,3 +326,93 @@ def test_the_poller_runs_the_probe_and_exports_it(tmp_path):
     if promtool() is not None:
         check = subprocess.run([promtool(), "check", "metrics"], input=render(registry), capture_output=True, timeout=60)
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_probe_names_the_drive_under_its_directory(tmp_path):
+    host = build_default_host(tmp_path / "db1")
+    wal = tmp_path / "pg_wal"
+    wal.mkdir()
+    _point_sysfs_at(host, wal, "sda")
+    poller = Poller(host.config(syncwrite={"directories": [str(wal)], "writes": 8, "min_free_bytes": 0,
+                                           "min_free_ratio": 0.0}))
+    try:
+        poller.poll_once()
+    finally:
+        poller.stop()
+    ids = {"path": str(wal), "device": "sda", "serial": SDA_SERIAL, "method": "fdatasync"}
+    assert make_registry(poller.snapshot).get_sample_value("ssd_syncwrite_latency_seconds_count", ids) == 8
+
+
+def _point_sysfs_at(host, directory: Path, block: str) -> None:
+    """Make the fake sysfs say that ``directory``'s filesystem lives on ``block``, as the real
+    /sys/dev/block/MAJ:MIN symlink into /sys/block does."""
+    dev = directory.stat().st_dev
+    links = host.sys / "dev" / "block"
+    links.mkdir(parents=True, exist_ok=True)
+    (links / f"{os.major(dev)}:{os.minor(dev)}").symlink_to(Path("..") / ".." / "block" / block)
+
+
+# ------------------------------------------------------------------ end to end
+
+JUMP = "SSDSyncWriteLatencyJump"
+
+
+def test_a_slow_fsync_opens_a_ticket_through_the_shipped_rules(
+    tmp_path, slow_fdatasync_lib, prometheus_factory, alertmanager_factory, webhook, capsys,  # noqa: F811
+):
+    """The real agent runs the probe every second with the shim preloaded; Prometheus runs the
+    SHIPPED rules (durations shortened as in tests/test_alerting_e2e.py) and Alertmanager the
+    SHIPPED routing. After a baseline, every fdatasync is delayed by 20 ms: the ticket names
+    the directory, its drive and the drive's serial."""
+    host = build_default_host(tmp_path / "db1")
+    wal = tmp_path / "pg_wal"
+    wal.mkdir()
+    _point_sysfs_at(host, wal, "sda")
+    delay = tmp_path / "fdatasync_delay_us"
+    delay.write_text("0")
+    config = tmp_path / "ssdfleet.yml"
+    config.write_text(yaml.safe_dump({"syncwrite": {"directories": [str(wal)], "interval_seconds": 1, "writes": 16,
+                                                     "min_free_bytes": 0, "min_free_ratio": 0.0}}))
+    agent = AgentProcess(host, FAST_INTERVALS + ["--config", str(config)],
+                         env={"LD_PRELOAD": str(slow_fdatasync_lib), "SLOW_FDATASYNC_FILE": str(delay)})
+    try:
+        agent.wait_ready()
+        alertmanager = alertmanager_factory(config=alertmanager_config(webhook.base))
+        rules_dir = tmp_path / "rules"
+        rules_dir.mkdir()
+        prom = prometheus_factory(
+            scrape_targets={"ssdfleet": [f"127.0.0.1:{agent.port}"]},
+            rule_files=[
+                shortened_rules(RECORDING_RULES, rules_dir / RECORDING_RULES.name, {}),
+                shortened_rules(ALERT_RULES, rules_dir / ALERT_RULES.name, {JUMP: "3s"}),
+            ],
+            scrape_interval="1s",
+            evaluation_interval="1s",
+            alertmanager_url=alertmanager.url,
+        )
+        prom.wait_for_targets_up(timeout=30)
+        prom.wait_for_query(f'ssd:syncwrite_latency_seconds:median1d{{serial="{SDA_SERIAL}"}}', timeout=30)
+        time.sleep(20.0)  # the baseline: twenty bursts at the drive's own speed, and no ticket
+        assert not [n for n in webhook.notifications() if JUMP in _alerts_text([n])], _alerts_text(webhook.notifications())
+        baseline = float(prom.query(f'ssd:syncwrite_latency_seconds:median1d{{serial="{SDA_SERIAL}"}}')["data"]["result"][0]["value"][1])
+
+        flipped = time.monotonic()
+        delay.write_text("20000")  # every fdatasync now waits 20 ms more
+        ticket = _wait_for(lambda: [n for n in webhook.notifications("tickets") if JUMP in _alerts_text([n])],
+                           "the ticket", 60)[0]
+        took = ticket.received - flipped
+        (alert,) = [a for a in ticket.body["alerts"] if a["labels"]["alertname"] == JUMP]
+        assert alert["labels"]["path"] == str(wal)
+        assert alert["labels"]["device"] == "sda" and alert["labels"]["serial"] == SDA_SERIAL
+        assert alert["labels"]["severity"] == "ticket"
+        assert str(wal) in alert["annotations"]["summary"] and SDA_SERIAL in alert["annotations"]["summary"]
+        slow = float(prom.query(f'ssd_syncwrite_latency_seconds{{serial="{SDA_SERIAL}", quantile="0.5"}}')["data"]["result"][0]["value"][1])
+        assert slow >= 0.02 and slow > 5 * baseline, (baseline, slow)
+        with capsys.disabled():
+            print(f"\n[syncwrite] fdatasync delayed 20 ms by the shim: probe median {baseline * 1e3:.3f} ms -> "
+                  f"{slow * 1e3:.1f} ms; {JUMP} ticket {took:.1f} s after the change")
+    except BaseException:
+        print(f"agent log (tail):\n{agent.log()[-3000:]}")
+        raise
+    finally:
+        agent.stop()
