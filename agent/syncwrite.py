@@ -91,3 +91,28 @@ def families(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List:
 def _quantile_label(q: float) -> str:
     # The text format's convention: "0.5", "0.99", "1"; repr keeps 0.99 exact.
     return "1" if q == 1.0 else repr(q)
+
+
+def page_section(results: Iterable[SyncWriteResult], drives: Iterable, esc) -> str:
+    """The status page's table of the probe's latest bursts ("" when the probe is off)."""
+    results = list(results)
+    if not results:
+        return ""
+    drives = list(drives)
+    rows = []
+    for r in results:
+        device, serial = drive_labels(r.device, drives)
+        where = f"{device} ({serial})" if device else (r.device or "-")
+        if r.skipped is not None:
+            measured = f'<td colspan="3" class="muted">skipped: {esc(r.skipped)} ({esc(r.detail or "")})</td>'
+        else:
+            q = summarise(r, (0.5, 0.99))
+            rate = r.ops_per_second
+            measured = (f"<td>{rate:,.0f}/s</td>" if rate is not None else "<td>-</td>") + "".join(
+                f"<td>{q[k] * 1e6:,.0f} µs</td>" if k in q else "<td>-</td>" for k in (0.5, 0.99))
+        rows.append(f"<tr><td>{esc(r.directory)}</td><td>{esc(where)}</td><td>{esc(r.method)}</td>"
+                    f"<td>{r.ops}</td>{measured}</tr>")
+    return ('<section class="syncwrite"><h2>Sync-write probe</h2><div class="scroll"><table class="drives">'
+            '<thead><tr><th scope="col">directory</th><th scope="col">drive</th><th scope="col">sync</th>'
+            '<th scope="col">writes</th><th scope="col">ops/s</th><th scope="col">median</th>'
+            '<th scope="col">p99</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div></section>")

@@ -213,3 +213,20 @@ def test_write_through_while_cached_pages_the_on_call(
         raise
     finally:
         agent.stop()
+
+
+def test_the_page_and_the_views_flag_it(tmp_path):
+    from agent.page import render_page
+    from agent.views import snapshot_views
+
+    host = build_default_host(tmp_path / "db1")
+    host.set_write_cache("sda", "write through")
+    poller = Poller(host.config())
+    try:
+        snap = poller.poll_once()
+    finally:
+        poller.stop()
+    (view,) = [v for v in snapshot_views(snap, time.time()) if v.device == "sda"]
+    assert view.write_cache_flush_ignored is True and view.severity == "critical"
+    assert "flush_ignored" in [f.key for f in view.flags], view.flags
+    assert "kernel sends no cache flush" in render_page(snap, time.time(), hostname="db1")

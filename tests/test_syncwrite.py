@@ -416,3 +416,23 @@ def test_a_slow_fsync_opens_a_ticket_through_the_shipped_rules(
         raise
     finally:
         agent.stop()
+
+
+def test_the_status_page_shows_the_probe_only_when_it_is_on(tmp_path):
+    from agent.page import render_page
+
+    host = build_default_host(tmp_path / "db1")
+    wal = tmp_path / "pg_wal"
+    wal.mkdir()
+    _point_sysfs_at(host, wal, "sda")
+    pages = {}
+    for on in (False, True):
+        extra = {"syncwrite": {"directories": [str(wal)], "writes": 8, "min_free_bytes": 0, "min_free_ratio": 0.0}} if on else {}
+        poller = Poller(host.config(**extra))
+        try:
+            pages[on] = render_page(poller.poll_once(), time.time(), hostname="db1")
+        finally:
+            poller.stop()
+    assert "Sync-write probe" not in pages[False]
+    assert "Sync-write probe" in pages[True] and str(wal) in pages[True]
+    assert f"sda ({SDA_SERIAL})" in pages[True]
