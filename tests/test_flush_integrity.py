@@ -230,3 +230,16 @@ def test_the_page_and_the_views_flag_it(tmp_path):
     assert view.write_cache_flush_ignored is True and view.severity == "critical"
     assert "flush_ignored" in [f.key for f in view.flags], view.flags
     assert "kernel sends no cache flush" in render_page(snap, time.time(), hostname="db1")
+
+
+def test_ssdfleet_status_reports_it_as_critical(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    host = build_default_host(tmp_path / "db1")
+    host.set_write_cache("sda", "write through")
+    result = subprocess.run([sys.executable, "-m", "agent", "status", "--local", *host.config_args()],
+                            capture_output=True, text=True, timeout=120, env=dict(os.environ, COLUMNS="200"))
+    assert result.returncode == 2, result.stdout + result.stderr  # Nagios CRITICAL
+    assert "sda: kernel sends no cache flush" in result.stdout, result.stdout
