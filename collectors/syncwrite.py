@@ -228,6 +228,7 @@ class _Directory:
     worker: Optional[threading.Thread] = None
     result: Optional[SyncWriteResult] = None
     device: Optional[str] = None
+    late: Optional[Dict[str, SyncWriteResult]] = None  # the holder of a burst reported stuck
     # cumulative since the agent started, for the _count/_sum/_total series
     ops_total: int = 0
     seconds_total: float = 0.0
@@ -274,6 +275,15 @@ class SyncWriteProbe:
                     directory, self.settings.method, time.time(), skipped=SKIP_STUCK,
                     detail="the previous burst has not returned (a sync blocked in the kernel)"))
             return
+        if state.late is not None:
+            # A burst reported stuck has returned since: its writes count in the totals.
+            late = state.late.get("result")
+            state.late = None
+            if late is not None:
+                with self._lock:
+                    state.ops_total += late.ops
+                    state.seconds_total += sum(late.latencies)
+                    state.bytes_total += late.written_bytes
         if state.device is None:
             state.device = block_device_of(directory, self.sysfs_root)
         holder: Dict[str, SyncWriteResult] = {}
@@ -288,6 +298,7 @@ class SyncWriteProbe:
         worker.join(self.settings.max_seconds + self.grace_seconds)
         with self._lock:
             if worker.is_alive():
+                state.late = holder
                 self._finish(state, SyncWriteResult(
                     directory, self.settings.method, started, skipped=SKIP_STUCK,
                     detail=f"no answer {self.settings.max_seconds + self.grace_seconds:.0f} s "
