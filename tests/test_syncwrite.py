@@ -158,7 +158,10 @@ def test_a_burst_keeps_to_its_rate(tmp_path):
                                  min_free_bytes=0, min_free_ratio=0.0)
     result = run_burst(str(tmp_path), settings)
     assert result.skipped is None
-    assert 10 <= result.ops <= 21, result.ops  # 40/s for 0.5 s, the first write at once
+    # 40/s for 0.5 s, the first write at once: never more than 21 (a slow disk may allow fewer)
+    assert 1 <= result.ops <= 21, result.ops
+    # and the writes were spaced: n writes at 40/s take at least (n - 1) / 40 s
+    assert result.elapsed_seconds >= (result.ops - 1) / 40.0 - 0.005, (result.ops, result.elapsed_seconds)
 
 
 @needs_root
@@ -271,7 +274,9 @@ def test_a_slow_fdatasync_raises_the_measured_latency(tmp_path, slow_fdatasync_l
     assert fast["ops"] == slow["ops"] == 50
     assert slow["p50"] >= 0.005, slow  # every sync waited 5 ms
     assert slow["ops_per_second"] < 200, slow
-    assert slow["p50"] > 3 * fast["p50"], (fast, slow)
+    # the shim's 5 ms show up on top of what the disk costs (a difference, not a ratio: a busy
+    # test machine's disk can make the plain fdatasync slow too)
+    assert slow["p50"] - fast["p50"] > 0.004, (fast, slow)
     with capsys.disabled():
         print(f"\n[syncwrite] fdatasync as is: p50 {fast['p50'] * 1e3:.3f} ms, {fast['ops_per_second']:.0f}/s; "
               f"delayed 5 ms by the LD_PRELOAD shim: p50 {slow['p50'] * 1e3:.3f} ms, {slow['ops_per_second']:.0f}/s")
