@@ -118,6 +118,41 @@ class TemperatureRule(_Strict):
         return WriteCacheRule._regex(v)
 
 
+class PowerLossProtectionRule(_Strict):
+    """Drives matching ``serial`` or ``model`` (a regex) have power-loss protection
+    (``protected: true``, the default) or are known to have none (``false``). It sets the
+    expected write cache state where no write_cache_rules entry matches (agent/durability.py)."""
+
+    serial: Optional[str] = None
+    model: Optional[str] = None
+    protected: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _regex(cls, v: Optional[str]) -> Optional[str]:
+        return WriteCacheRule._regex(v)
+
+    def model_post_init(self, __context) -> None:
+        if self.serial is None and self.model is None:
+            raise ValueError("a power_loss_protection entry needs a serial or a model")
+
+
+class SyncWrite(_Strict):
+    """The opt-in sync-write probe (collectors/syncwrite.py): off while ``directories`` is
+    empty. Each run writes at most ``writes`` blocks of 8 kB, for at most ``max_seconds``, at
+    most ``max_ops_per_second``, into one file of at most ``file_bytes`` per directory."""
+
+    directories: List[str] = []
+    interval_seconds: float = Field(300.0, ge=1, le=7 * 86400)
+    writes: int = Field(64, ge=1, le=100000)
+    max_seconds: float = Field(1.0, gt=0, le=60)
+    max_ops_per_second: float = Field(1000.0, gt=0, le=1000000)
+    file_bytes: int = Field(64 * 1024, ge=8192, le=64 * 1024 * 1024)
+    min_free_bytes: int = Field(64 * 1024 * 1024, ge=0)
+    min_free_ratio: float = Field(0.02, ge=0, lt=1)
+    o_dsync: bool = False
+
+
 class Config(_Strict):
     listen_address: str = f":{DEFAULT_PORT}"
     web_config_file: Optional[str] = None
@@ -149,6 +184,11 @@ class Config(_Strict):
     write_cache_rules: List[WriteCacheRule] = []
     endurance: List[EnduranceRule] = []
     temperature_limits: List[TemperatureRule] = []
+    # Issue 15: drives with (or known to be without) power-loss protection, beyond the model
+    # table in agent/durability.py; empty by default.
+    power_loss_protection: List[PowerLossProtectionRule] = []
+    # Issue 15: the sync-write probe, off by default (no directories).
+    syncwrite: SyncWrite = SyncWrite()
     # /proc/diskstats: device-mapper and loop devices are not drives; a host that wants their
     # counters anyway (a dm-crypt volume as the only view of a disk) can have them.
     include_device_mapper: bool = False

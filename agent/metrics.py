@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
 from prometheus_client.registry import Collector
 
-from agent import __version__
+from agent import __version__, durability, syncwrite
 from collectors import write_cache
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 
@@ -239,6 +239,15 @@ def drive_families(drives: Iterable[Drive]) -> List:
                 gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
                       None if wrong is None else int(wrong))
 
+        # Flush integrity and power-loss protection (issue 15, agent/durability.py).
+        ignored = durability.flush_ignored(d.write_cache)
+        gauge("ssd_write_cache_flush_ignored",
+              "1 when the kernel treats the drive as write through (sends no FLUSH) while the drive reports its volatile cache on.",
+              ids, None if ignored is None else int(ignored))
+        gauge("ssd_power_loss_protection",
+              "1: the drive has power-loss protection, 0: it has none (configuration or cited model table); absent when unknown.",
+              ids, _bool(d.power_loss_protection))
+
         # Endurance and projection.
         gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
         best = d.best_projection
@@ -264,6 +273,17 @@ def drive_families(drives: Iterable[Drive]) -> List:
             counter("ssd_io_write_time_seconds", "Time spent on writes.", ids, io.write_time_seconds)
             counter("ssd_io_busy_seconds", "Time with I/O in flight (utilisation).", ids, io.io_time_seconds)
             gauge("ssd_io_in_flight", "Requests in flight.", ids, io.in_flight)
+            # Merges, queue time, discards and flushes (issue 15). Flush counters exist from
+            # Linux 5.5 and discard counters from 4.18: on older kernels they are absent. Six
+            # series, not nine: discarded bytes and discard time are parsed but not exported,
+            # since no rule reads them and every series is multiplied by the fleet.
+            counter("ssd_io_reads_merged", "Adjacent reads merged into one request.", ids, io.reads_merged)
+            counter("ssd_io_writes_merged", "Adjacent writes merged into one request.", ids, io.writes_merged)
+            counter("ssd_io_weighted_time_seconds", "Request time weighted by requests in flight; its rate is the average queue depth.",
+                    ids, io.weighted_io_time_seconds)
+            counter("ssd_io_discards_completed", "Discard (TRIM) requests completed.", ids, io.discards_completed)
+            counter("ssd_io_flushes_completed", "Cache flush requests completed (what fsync sends the drive).", ids, io.flushes_completed)
+            counter("ssd_io_flush_time_seconds", "Time spent on cache flush requests.", ids, io.flush_time_seconds)
 
         # When the health data were read; the write-cache and diskstats times are those of
         # their collector's run (ssd_collector_last_run_timestamp_seconds), not repeated here.
@@ -308,6 +328,7 @@ def agent_families(snap: Snapshot) -> List:
     build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
+    out.extend(syncwrite.families(snap.syncwrite, snap.drives))  # the opt-in sync-write probe (issue 15)
     if history is not None:
         out.append(history)
         dropped = CounterMetricFamily(

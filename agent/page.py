@@ -14,6 +14,7 @@ import socket
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent import __version__
+from agent.syncwrite import page_section as syncwrite_page_section  # issue 15: the sync-write probe
 from agent.views import (
     CRITICAL,
     LIFE_CRITICAL,
@@ -574,6 +575,7 @@ def render_page(snapshot: Snapshot, now: float, history: Any = None,
 <thead><tr>{head}</tr></thead>
 <tbody>{rows}</tbody>
 </table></div>
+{syncwrite_page_section(snapshot.syncwrite, snapshot.drives, esc)}
 </main>
 <footer>Flagged drives first. Thresholds as in the shipped alert rules: life left below {percent(LIFE_WARNING)} warning,
 below {percent(LIFE_CRITICAL)} critical; wear-out within 30 days warning, 7 days critical.

@@ -50,7 +50,9 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from agent import durability
 from agent import projection as projection_mod
+from agent import syncwrite as syncwrite_mod
 from agent.config import Config
 from agent.endurance import rated_endurance
 from agent.history import History, default_state_dir
@@ -257,6 +259,11 @@ class Poller:
         self._threads: List[threading.Thread] = []
         self._history_dropped_seen = 0  # history rows dropped as of the last history run
         self._crashes_logged: Set[Tuple[str, str]] = set()  # (source, error) with a traceback logged
+        # The opt-in sync-write probe (issue 15): None unless syncwrite.directories is set.
+        self.syncwrite = syncwrite_mod.probe_from_config(config)
+        self._syncwrite: tuple = ()
+        if self.syncwrite is not None:
+            self._sources["syncwrite"] = _SourceState("syncwrite")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -292,6 +299,8 @@ class Poller:
         self._guarded("discovery", self.run_discovery)
         for name in self.config.collectors:
             self._guarded(name, functools.partial(self._run_source, name))
+        if self.syncwrite is not None:
+            self._guarded("syncwrite", self.run_syncwrite)
         return self._snapshot
 
     def start(self) -> None:
@@ -306,6 +315,8 @@ class Poller:
             else:
                 fn = functools.partial(self._run_source, name)
             plan.append((name, interval, fn))
+        if self.syncwrite is not None:
+            plan.append(("syncwrite", self.config.syncwrite.interval_seconds, self.run_syncwrite))
         for name, interval, fn in plan:
             t = threading.Thread(
                 target=self._loop, args=(name, interval, fn, name != "discovery"),
@@ -906,6 +917,20 @@ class Poller:
             log.warning("%s", e)
         self._finish("diskstats", started, errors, unread)
 
+    # ------------------------------------------------------------------ sync-write probe
+
+    def run_syncwrite(self) -> None:
+        """One bounded burst per configured directory (collectors/syncwrite.py). A directory
+        skipped for being read-only or nearly full is not a failure; an error or a stuck sync is."""
+        started = time.monotonic()
+        results = self.syncwrite.run()
+        errors = [f"{r.directory}: {r.skipped}: {r.detail}" for r in results if r.skipped in ("error", "stuck")]
+        for e in errors:
+            log.warning("syncwrite %s", e)
+        with self._lock:
+            self._syncwrite = results
+        self._finish("syncwrite", started, errors)
+
     # ------------------------------------------------------------------ history
 
     def _note_history(self) -> None:
@@ -967,7 +992,8 @@ class Poller:
                 Drive(
                     reading=reading,
                     write_cache=self._cache.get(label, ()),
-                    write_cache_expected=self.config.expected_write_cache(reading.serial, reading.model),
+                    write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model),
+                    power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model)[0],
                     io=io,
                     projections=tuple(projections),
                     rated_endurance_bytes=_rated_bytes(rated, reading),
@@ -986,6 +1012,7 @@ class Poller:
             history_dropped=tuple(sorted(getattr(self.history, "dropped_total", {}).items())),
             history_recorded=int(getattr(self.history, "recorded_total", 0)),
             history_pending=int(getattr(self.history, "pending_count", 0)),
+            syncwrite=self._syncwrite,
         )
         self._published.set()
 

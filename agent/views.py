@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from agent import durability
 from agent.metrics import NVME_WARNING_BITS, effective_cache
 from collectors import write_cache
 from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
@@ -90,6 +91,10 @@ class DriveView:
     # Thinned local history (see history_points); None when no history was asked for, which is
     # not the same as an empty list (asked, but the agent has no samples of this drive yet).
     history: Optional[List[Dict[str, Any]]] = None
+    # Issue 15 (agent/durability.py): the kernel sends no FLUSH while the drive caches (None:
+    # cannot tell), and whether the drive has power-loss protection (None: unknown).
+    write_cache_flush_ignored: Optional[bool] = None
+    power_loss_protection: Optional[bool] = None
 
 
 def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, str]]:
@@ -176,6 +181,8 @@ def drive_view(d: Drive, now: float) -> DriveView:
         extra=dict(r.extra),
         evidence=evidence(r.sources, r.extra),
     )
+    view.write_cache_flush_ignored = durability.flush_ignored(d.write_cache)
+    view.power_loss_protection = d.power_loss_protection
     view.flags = flags_for(view, d, now)
     view.severity = max((f.severity for f in view.flags), key=_RANK.get, default=OK)
     return view
@@ -211,6 +218,10 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
                           "spare"))
     if v.write_cache is not None and write_cache.mismatch(v.write_cache, v.write_cache_expected):
         flags.append(Flag(CRITICAL, f"write cache {v.write_cache}, expected {v.write_cache_expected}", "write_cache"))
+    if v.write_cache_flush_ignored and v.power_loss_protection is not True:
+        # As SSDWriteCacheFlushIgnored: a drive with power-loss protection may run so.
+        flags.append(Flag(CRITICAL, "kernel sends no cache flush (queue/write_cache is write through) "
+                                    "while the drive caches writes", "flush_ignored"))
     for t in r.temperatures:
         if t.limit_celsius is not None and t.celsius >= t.limit_celsius:
             flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C",

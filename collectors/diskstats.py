@@ -390,8 +390,8 @@ class DiskstatsReader:
     instead; psutil can only read the real /proc, so it is used only when ``procfs_root`` is the
     default. psutil itself reads /proc/diskstats and reports fewer fields: it has no in-flight
     count, weighted time, discards or flushes. The discard and flush fields are left absent;
-    ``in_flight`` and ``weighted_io_time_seconds`` are required by IoStats and are set to 0,
-    which is not a measurement. Prefer the file.
+    ``in_flight`` is set to 0, which is not a measurement, and ``weighted_io_time_seconds`` is
+    left absent. Prefer the file.
 
     OSError from reading propagates, and so does ParseError for a file with no usable line:
     the poller records the collector as failed. Lines skipped in a file that was otherwise
@@ -433,6 +433,6 @@ class DiskstatsReader:
                 write_time_seconds=c.write_time / _MS_PER_SECOND,
                 in_flight=0,  # not reported by psutil (see the class doc)
                 io_time_seconds=c.busy_time / _MS_PER_SECOND,
-                weighted_io_time_seconds=0.0,  # not reported by psutil
+                weighted_io_time_seconds=None,  # not reported by psutil
             )
         return DiskstatsReading(out)

@@ -205,6 +205,9 @@ class Drive:
     projections: Tuple[Projection, ...] = ()
     rated_endurance_bytes: Optional[float] = None
     last_poll: Dict[str, float] = field(default_factory=dict)  # collector -> unix time of data
+    # True / False: the drive has / lacks power-loss protection (configuration or model table,
+    # agent/durability.py); None: unknown.
+    power_loss_protection: Optional[bool] = None
 
     @property
     def serial(self) -> str:
@@ -243,6 +246,8 @@ class Snapshot:
     history_dropped: Tuple[Tuple[str, int], ...] = ()
     history_recorded: int = 0  # samples the history accepted since start
     history_pending: int = 0  # of those, not yet on disk (a write failed)
+    # the sync-write probe's latest result per directory (collectors.syncwrite.SyncWriteResult)
+    syncwrite: tuple = ()
 
     def by_serial(self) -> Dict[str, Drive]:
         return {d.serial: d for d in self.drives}

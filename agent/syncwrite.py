@@ -1,0 +1,118 @@
+"""The sync-write probe in the agent: built from the configuration, exposed from the snapshot.
+
+The probe itself (bounded bursts of 8 kB write + fdatasync) is collectors/syncwrite.py; the
+poller runs it on its own interval (``syncwrite.interval_seconds``) and puts the latest
+result per directory in the snapshot. :func:`families` builds the metric families from those
+results and does no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+
+from collectors.diskstats import drive_device_for
+from collectors.syncwrite import SyncWriteProbe, SyncWriteResult, SyncWriteSettings, summarise
+
+# device and serial: the drive the directory lives on, as the per-drive series name it, so
+# that alerts and joins (ssd_drive_info) work as for every other drive series; "" when the
+# directory is on no drive the agent knows (tmpfs, NFS, a device-mapper volume).
+LABELS = ["path", "device", "serial", "method"]
+QUANTILES = (0.5, 0.9, 0.99, 1.0)
+
+
+def probe_from_config(config) -> Optional[SyncWriteProbe]:
+    """The probe for the configured directories, or None when the probe is off (the default)."""
+    sw = config.syncwrite
+    if not sw.directories:
+        return None
+    settings = SyncWriteSettings(
+        max_writes=sw.writes,
+        max_seconds=sw.max_seconds,
+        max_ops_per_second=sw.max_ops_per_second,
+        file_bytes=sw.file_bytes,
+        min_free_bytes=sw.min_free_bytes,
+        min_free_ratio=sw.min_free_ratio,
+        o_dsync=sw.o_dsync,
+    )
+    return SyncWriteProbe(sw.directories, settings, grace_seconds=config.tool_kill_grace_seconds + 3.0,
+                          sysfs_root=config.paths.sysfs)
+
+
+def drive_labels(block_device: Optional[str], drives: Iterable) -> Tuple[str, str]:
+    """(device, serial) of the drive holding ``block_device`` (sda, nvme0n1), as the drive's
+    own series label them; ("", "") when no drive in the snapshot matches."""
+    if not block_device:
+        return "", ""
+    by_device: Dict[str, str] = {d.device: d.serial for d in drives}
+    for name in (block_device, drive_device_for(block_device)):
+        if name in by_device:
+            return name, by_device[name]
+    return "", ""
+
+
+def families(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List:
+    results = list(results)
+    if not results:
+        return []
+    drives = list(drives)
+    ops = GaugeMetricFamily(
+        "ssd_syncwrite_ops_per_second",
+        "Synchronous 8 kB writes per second the last probe burst achieved (writes / time in them; pacing excluded).",
+        labels=LABELS)
+    latency = SummaryMetricFamily(
+        "ssd_syncwrite_latency_seconds",
+        "Time of one 8 kB write and its sync: quantiles of the last burst, count and sum since the agent started.",
+        labels=LABELS)
+    written = CounterMetricFamily(
+        "ssd_syncwrite_written_bytes", "Bytes the sync-write probe wrote into its own file since the agent started.",
+        labels=LABELS)
+    skipped = GaugeMetricFamily(
+        "ssd_syncwrite_skipped", "1 when the last probe run in the directory wrote nothing, with the reason.",
+        labels=LABELS + ["reason"])
+    last_run = GaugeMetricFamily(
+        "ssd_syncwrite_last_run_timestamp_seconds", "When the last probe run in the directory started.", labels=LABELS)
+    for r in results:
+        ids = [r.directory, *drive_labels(r.device, drives), r.method]
+        last_run.add_metric(ids, r.started)
+        latency.add_metric(ids, count_value=r.ops_total, sum_value=r.latency_seconds_total)
+        for q, value in summarise(r, QUANTILES).items():
+            latency.add_sample("ssd_syncwrite_latency_seconds",
+                               dict(zip(LABELS, ids), quantile=_quantile_label(q)), value)
+        written.add_metric(ids, r.written_bytes_total)
+        if r.skipped is not None:
+            skipped.add_metric(ids + [r.skipped], 1.0)
+        elif r.ops_per_second is not None:
+            ops.add_metric(ids, r.ops_per_second)
+    return [ops, latency, written, skipped, last_run]
+
+
+def _quantile_label(q: float) -> str:
+    # The text format's convention: "0.5", "0.99", "1"; repr keeps 0.99 exact.
+    return "1" if q == 1.0 else repr(q)
+
+
+def page_section(results: Iterable[SyncWriteResult], drives: Iterable, esc) -> str:
+    """The status page's table of the probe's latest bursts ("" when the probe is off)."""
+    results = list(results)
+    if not results:
+        return ""
+    drives = list(drives)
+    rows = []
+    for r in results:
+        device, serial = drive_labels(r.device, drives)
+        where = f"{device} ({serial})" if device else (r.device or "-")
+        if r.skipped is not None:
+            measured = f'<td colspan="3" class="muted">skipped: {esc(r.skipped)} ({esc(r.detail or "")})</td>'
+        else:
+            q = summarise(r, (0.5, 0.99))
+            rate = r.ops_per_second
+            measured = (f"<td>{rate:,.0f}/s</td>" if rate is not None else "<td>-</td>") + "".join(
+                f"<td>{q[k] * 1e6:,.0f} µs</td>" if k in q else "<td>-</td>" for k in (0.5, 0.99))
+        rows.append(f"<tr><td>{esc(r.directory)}</td><td>{esc(where)}</td><td>{esc(r.method)}</td>"
+                    f"<td>{r.ops}</td>{measured}</tr>")
+    return ('<section class="syncwrite"><h2>Sync-write probe</h2><div class="scroll"><table class="drives">'
+            '<thead><tr><th scope="col">directory</th><th scope="col">drive</th><th scope="col">sync</th>'
+            '<th scope="col">writes</th><th scope="col">ops/s</th><th scope="col">median</th>'
+            '<th scope="col">p99</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div></section>")
