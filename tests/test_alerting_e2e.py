@@ -181,20 +181,7 @@ def test_write_cache_off_pages_the_on_call(
     agent = AgentProcess(host, FAST_INTERVALS)
     try:
         agent.wait_ready()
-        alertmanager = alertmanager_factory(config=alertmanager_config(webhook.base))
-        rules_dir = tmp_path / "rules"
-        rules_dir.mkdir()
-        prom = prometheus_factory(
-            scrape_targets={"ssdfleet": [f"127.0.0.1:{agent.port}"]},
-            rule_files=[
-                shortened_rules(RECORDING_RULES, rules_dir / RECORDING_RULES.name, {}),
-                shortened_rules(ALERT_RULES, rules_dir / ALERT_RULES.name, {ALERT: ALERT_FOR}),
-            ],
-            scrape_interval="1s",
-            evaluation_interval="1s",
-            alertmanager_url=alertmanager.url,
-        )
-        prom.wait_for_targets_up(timeout=30)
+        prom = paging_stack(tmp_path, agent, prometheus_factory, alertmanager_factory, webhook, {ALERT: ALERT_FOR})
         instance = f"127.0.0.1:{agent.port}"
 
         # Before the flip: Prometheus sees the cache on, evaluates the rule, knows where
@@ -279,6 +266,28 @@ def test_write_cache_off_pages_the_on_call(
         raise
     finally:
         agent.stop()
+
+
+def paging_stack(tmp_path: Path, agent: AgentProcess, prometheus_factory, alertmanager_factory, webhook,  # noqa: F811
+                 alert_for: Dict[str, str]):
+    """Alertmanager (routing to ``webhook``) and Prometheus scraping ``agent`` every second with
+    the shipped rules, the ``for:`` of the alerts in ``alert_for`` shortened. Returns the
+    Prometheus once its target is up."""
+    alertmanager = alertmanager_factory(config=alertmanager_config(webhook.base))
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    prom = prometheus_factory(
+        scrape_targets={"ssdfleet": [f"127.0.0.1:{agent.port}"]},
+        rule_files=[
+            shortened_rules(RECORDING_RULES, rules_dir / RECORDING_RULES.name, {}),
+            shortened_rules(ALERT_RULES, rules_dir / ALERT_RULES.name, alert_for),
+        ],
+        scrape_interval="1s",
+        evaluation_interval="1s",
+        alertmanager_url=alertmanager.url,
+    )
+    prom.wait_for_targets_up(timeout=30)
+    return prom
 
 
 def _wait_for(fn, what: str, timeout: float):

@@ -32,7 +32,7 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     _alerts_text,
     _wait_for,
     _wait_for_healthy_alert_rules,
-    alertmanager_config,
+    paging_stack,
     shortened_rules,
     webhook,
 )
@@ -160,20 +160,7 @@ def test_write_through_while_cached_pages_the_on_call(
     agent = AgentProcess(host, FAST_INTERVALS)
     try:
         agent.wait_ready()
-        alertmanager = alertmanager_factory(config=alertmanager_config(webhook.base))
-        rules_dir = tmp_path / "rules"
-        rules_dir.mkdir()
-        prom = prometheus_factory(
-            scrape_targets={"ssdfleet": [f"127.0.0.1:{agent.port}"]},
-            rule_files=[
-                shortened_rules(RECORDING_RULES, rules_dir / RECORDING_RULES.name, {}),
-                shortened_rules(ALERT_RULES, rules_dir / ALERT_RULES.name, {ALERT: ALERT_FOR}),
-            ],
-            scrape_interval="1s",
-            evaluation_interval="1s",
-            alertmanager_url=alertmanager.url,
-        )
-        prom.wait_for_targets_up(timeout=30)
+        prom = paging_stack(tmp_path, agent, prometheus_factory, alertmanager_factory, webhook, {ALERT: ALERT_FOR})
         instance = f"127.0.0.1:{agent.port}"
         prom.wait_for_query(f'ssd_write_cache_flush_ignored{{serial="{SDA_SERIAL}"}} == 0', timeout=30)
         _wait_for_healthy_alert_rules(prom)

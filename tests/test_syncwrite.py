@@ -43,7 +43,7 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     RECORDING_RULES,
     _alerts_text,
     _wait_for,
-    alertmanager_config,
+    paging_stack,
     shortened_rules,
     webhook,
 )
@@ -388,20 +388,7 @@ def test_a_slow_fsync_opens_a_ticket_through_the_shipped_rules(
                          env={"LD_PRELOAD": str(slow_fdatasync_lib), "SLOW_FDATASYNC_FILE": str(delay)})
     try:
         agent.wait_ready()
-        alertmanager = alertmanager_factory(config=alertmanager_config(webhook.base))
-        rules_dir = tmp_path / "rules"
-        rules_dir.mkdir()
-        prom = prometheus_factory(
-            scrape_targets={"ssdfleet": [f"127.0.0.1:{agent.port}"]},
-            rule_files=[
-                shortened_rules(RECORDING_RULES, rules_dir / RECORDING_RULES.name, {}),
-                shortened_rules(ALERT_RULES, rules_dir / ALERT_RULES.name, {JUMP: "3s"}),
-            ],
-            scrape_interval="1s",
-            evaluation_interval="1s",
-            alertmanager_url=alertmanager.url,
-        )
-        prom.wait_for_targets_up(timeout=30)
+        prom = paging_stack(tmp_path, agent, prometheus_factory, alertmanager_factory, webhook, {JUMP: "3s"})
         prom.wait_for_query(f'ssd:syncwrite_latency_seconds:median1d{{serial="{SDA_SERIAL}"}}', timeout=30)
         time.sleep(20.0)  # the baseline: twenty bursts at the drive's own speed, and no ticket
         assert not [n for n in webhook.notifications() if JUMP in _alerts_text([n])], _alerts_text(webhook.notifications())
