@@ -222,7 +222,25 @@ def _json_or_raise(response: requests.Response) -> Dict[str, Any]:
     raise StackError(f"{response.request.method} {response.url} -> HTTP {response.status_code}: {response.text[:500]}")
 
 
-class Prometheus(_ManagedProcess):
+class _PromQL(_ManagedProcess):
+    """A store that answers Prometheus's query API (Prometheus itself, VictoriaMetrics)."""
+
+    def query(self, expr: str, time: Optional[float] = None, timeout: float = 10.0) -> Dict[str, Any]:
+        """GET /api/v1/query; the whole JSON answer (``status``, ``data``, maybe ``error``)."""
+        params: Dict[str, Any] = {"query": expr}
+        if time is not None:
+            params["time"] = time
+        return self._get_json("/api/v1/query", params, timeout)
+
+    def query_range(
+        self, expr: str, start: float, end: float, step: Union[float, str], timeout: float = 30.0
+    ) -> Dict[str, Any]:
+        """GET /api/v1/query_range; the whole JSON answer."""
+        params = {"query": expr, "start": start, "end": end, "step": step}
+        return self._get_json("/api/v1/query_range", params, timeout)
+
+
+class Prometheus(_PromQL):
     """A real Prometheus on 127.0.0.1:<free port> with a generated config.
 
     ``scrape_targets`` maps a job name to its targets (``host:port``); ``scrape_configs`` adds
@@ -303,20 +321,6 @@ class Prometheus(_ManagedProcess):
         response = self._post("/-/reload")
         if response.status_code != 200:
             raise StackError(f"reload failed: HTTP {response.status_code}: {response.text[:500]}")
-
-    def query(self, expr: str, time: Optional[float] = None, timeout: float = 10.0) -> Dict[str, Any]:
-        """GET /api/v1/query; the whole JSON answer (``status``, ``data``, maybe ``error``)."""
-        params: Dict[str, Any] = {"query": expr}
-        if time is not None:
-            params["time"] = time
-        return self._get_json("/api/v1/query", params, timeout)
-
-    def query_range(
-        self, expr: str, start: float, end: float, step: Union[float, str], timeout: float = 10.0
-    ) -> Dict[str, Any]:
-        """GET /api/v1/query_range; the whole JSON answer."""
-        params = {"query": expr, "start": start, "end": end, "step": step}
-        return self._get_json("/api/v1/query_range", params, timeout)
 
     def series(self, match: Union[str, Sequence[str]]) -> List[Dict[str, str]]:
         matches = [match] if isinstance(match, str) else list(match)
@@ -423,7 +427,7 @@ class Alertmanager(_ManagedProcess):
             raise StackError(f"POST /api/v2/alerts -> HTTP {response.status_code}: {response.text[:500]}")
 
 
-class VictoriaMetrics(_ManagedProcess):
+class VictoriaMetrics(_PromQL):
     """A real single-node VictoriaMetrics on 127.0.0.1:<free port>, with its response cache
     off (tests write history into the past and read it back at once), plus ``vmalert`` run in
     replay mode against it (:meth:`replay_rules`): the way to evaluate rule files over data
@@ -473,18 +477,6 @@ class VictoriaMetrics(_ManagedProcess):
         response = self._session.get(f"{self.url}/internal/force_flush", timeout=30.0)
         if response.status_code != 200:
             raise StackError(f"force_flush failed: HTTP {response.status_code}: {response.text[:500]}")
-
-    def query(self, expr: str, time: Optional[float] = None, timeout: float = 10.0) -> Dict[str, Any]:
-        params: Dict[str, Any] = {"query": expr}
-        if time is not None:
-            params["time"] = time
-        return self._get_json("/api/v1/query", params, timeout)
-
-    def query_range(
-        self, expr: str, start: float, end: float, step: Union[float, str], timeout: float = 30.0
-    ) -> Dict[str, Any]:
-        params = {"query": expr, "start": start, "end": end, "step": step}
-        return self._get_json("/api/v1/query_range", params, timeout)
 
     def export(self, match: str, start: float, end: float) -> List[Dict[str, Any]]:
         """Raw samples (GET /api/v1/export): one dict per series with metric, values and
