@@ -628,6 +628,14 @@ def static_exporter_factory(request: pytest.FixtureRequest) -> Callable[..., Sta
     return make
 
 
+def _started(request: pytest.FixtureRequest, process: Any, ready_timeout: float) -> Any:
+    """Start ``process``, stopped when the test ends, and wait until it answers."""
+    request.addfinalizer(process.stop)
+    process.start()
+    process.wait_ready(ready_timeout)
+    return process
+
+
 @pytest.fixture
 def prometheus_factory(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -640,10 +648,7 @@ def prometheus_factory(
             skip_or_fail("prometheus binary not found (apt-get install prometheus, or set PROMETHEUS_BIN)")
         kwargs.setdefault("workdir", tmp_path_factory.mktemp("prometheus"))
         prometheus = Prometheus(**kwargs)
-        request.addfinalizer(prometheus.stop)
-        prometheus.start()
-        prometheus.wait_ready(ready_timeout)
-        return prometheus
+        return _started(request, prometheus, ready_timeout)
 
     return make
 
@@ -664,10 +669,7 @@ def alertmanager_factory(
             )
         kwargs.setdefault("workdir", tmp_path_factory.mktemp("alertmanager"))
         alertmanager = Alertmanager(config, **kwargs)
-        request.addfinalizer(alertmanager.stop)
-        alertmanager.start()
-        alertmanager.wait_ready(ready_timeout)
-        return alertmanager
+        return _started(request, alertmanager, ready_timeout)
 
     return make
 
@@ -687,9 +689,6 @@ def victoriametrics_factory(
             skip_or_fail("vmalert binary not found (apt-get install victoria-metrics, or set VMALERT_BIN)")
         kwargs.setdefault("workdir", tmp_path_factory.mktemp("victoriametrics"))
         store = VictoriaMetrics(**kwargs)
-        request.addfinalizer(store.stop)
-        store.start()
-        store.wait_ready(ready_timeout)
-        return store
+        return _started(request, store, ready_timeout)
 
     return make

@@ -187,11 +187,7 @@ def test_write_cache_off_pages_the_on_call(
         # Before the flip: Prometheus sees the cache on, evaluates the rule, knows where
         # Alertmanager is; and for longer than the alert's for: plus the group wait, no page.
         prom.wait_for_query(f'ssd_write_cache_mismatch{{serial="{SDA_SERIAL}"}} == 0', timeout=30)
-        _wait_for_healthy_alert_rules(prom)
-        _wait_for(
-            lambda: requests.get(f"{prom.url}/api/v1/alertmanagers", timeout=5).json()["data"]["activeAlertmanagers"],
-            "Prometheus to find Alertmanager", 30,
-        )
+        wait_until_paging_works(prom)
         time.sleep(QUIET_SECONDS)
         assert webhook.notifications() == [], _alerts_text(webhook.notifications())
         assert _alert_state(prom, ALERT) is None
@@ -299,6 +295,16 @@ def _wait_for(fn, what: str, timeout: float):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(0.1)
+
+
+def wait_until_paging_works(prom) -> None:
+    """Every rule evaluated without an error, and Prometheus knows where Alertmanager is: from
+    here on an alert that fires reaches the receiver."""
+    _wait_for_healthy_alert_rules(prom)
+    _wait_for(
+        lambda: requests.get(f"{prom.url}/api/v1/alertmanagers", timeout=5).json()["data"]["activeAlertmanagers"],
+        "Prometheus to find Alertmanager", 30,
+    )
 
 
 def _wait_for_healthy_alert_rules(prom) -> None:

@@ -13,7 +13,6 @@ import time
 from typing import Dict
 
 import pytest
-import requests
 
 from agent import durability
 from agent.metrics import make_registry
@@ -31,9 +30,9 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     _alert_state,
     _alerts_text,
     _wait_for,
-    _wait_for_healthy_alert_rules,
     paging_stack,
     shortened_rules,
+    wait_until_paging_works,
     webhook,
 )
 from tests.test_e2e_agent import SDA_SERIAL
@@ -163,11 +162,7 @@ def test_write_through_while_cached_pages_the_on_call(
         prom = paging_stack(tmp_path, agent, prometheus_factory, alertmanager_factory, webhook, {ALERT: ALERT_FOR})
         instance = f"127.0.0.1:{agent.port}"
         prom.wait_for_query(f'ssd_write_cache_flush_ignored{{serial="{SDA_SERIAL}"}} == 0', timeout=30)
-        _wait_for_healthy_alert_rules(prom)
-        _wait_for(
-            lambda: requests.get(f"{prom.url}/api/v1/alertmanagers", timeout=5).json()["data"]["activeAlertmanagers"],
-            "Prometheus to find Alertmanager", 30,
-        )
+        wait_until_paging_works(prom)
         time.sleep(5.0)  # longer than for: + group_wait: nothing pages while kernel and drive agree
         assert webhook.notifications() == [], _alerts_text(webhook.notifications())
 
