@@ -197,7 +197,10 @@ class DriveDatabase:
     def names_for(self, model: Optional[str], firmware: Optional[str] = None) -> Dict[int, AttributeName]:
         """Every ID's name on this model as this database prints it, with its trust. IDs with
         neither a default nor an entry preset are left out (smartctl prints Unknown_Attribute)."""
-        entry = self.lookup(model, firmware)
+        return self.names_of(self.lookup(model, firmware))
+
+    def names_of(self, entry: Optional[Entry]) -> Dict[int, AttributeName]:
+        """:meth:`names_for` once the entry (or None: an unknown drive) has been looked up."""
         out: Dict[int, AttributeName] = {}
         for attr_id, preset in self.defaults.items():
             if preset.name:

@@ -63,6 +63,7 @@ class Vocabulary:
     family: str  # the model family the rules match against (report's, else the database's)
     entry: Optional[drivedb.Entry]
     database: drivedb.DriveDatabase
+    names: Dict[int, drivedb.AttributeName] = field(default_factory=dict)  # the database's, per ID
 
 
 def vocabulary(
@@ -73,7 +74,7 @@ def vocabulary(
     model = doc.get("model_name") if isinstance(doc.get("model_name"), str) else None
     firmware = doc.get("firmware_version") if isinstance(doc.get("firmware_version"), str) else None
     entry = db.lookup(model, firmware)
-    ours = db.names_for(model, firmware) if model else {}
+    ours = db.names_of(entry) if model else {}
     report_knows = doc.get("in_smartctl_database") is True
     report_revision = doc.get("smartctl_database_revision")
     if not isinstance(report_revision, int):
@@ -91,7 +92,7 @@ def vocabulary(
     family = doc.get("model_family") if isinstance(doc.get("model_family"), str) else ""
     if not family and entry is not None:
         family = entry.family
-    return Vocabulary(tuple(out), family or "", entry, db)
+    return Vocabulary(tuple(out), family or "", entry, db, ours)
 
 
 def _name_and_trust(
@@ -535,8 +536,7 @@ def _attribute_power_on(doc: Dict[str, Any], vocab: Vocabulary) -> Optional[Tupl
     power = doc.get("power_on_time")
     hours = power.get("hours") if isinstance(power, dict) else None
     attr9 = next((a for a in vocab.attributes if a.attr_id == 9), None)
-    named = vocab.database.names_for(doc.get("model_name"), doc.get("firmware_version")).get(9) \
-        if vocab.entry is not None else None
+    named = vocab.names.get(9) if vocab.entry is not None else None
     printed_default = attr9 is not None and attr9.raw is not None and attr9.raw_string is not None \
         and attr9.raw_string.strip().isdigit()
     if named is not None and named.trust == drivedb.NAMED and printed_default and attr9 is not None:
