@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.config import ConfigError, load_config  # noqa: E402
+from agent.config import ConfigError  # noqa: E402
 from agent.history import History  # noqa: E402
 from agent.privhelper import HelperRunner, Refused  # noqa: E402
 from collectors.model import DriveReading  # noqa: E402
@@ -86,16 +86,6 @@ def arbitrary(rng: random.Random) -> bytes:
 
 
 # ---------------------------------------------------------------- entry points beyond the table
-
-def _config_entry(tmp: Path) -> Callable[[bytes], Any]:
-    path = tmp / "config.yml"
-
-    def run(data: bytes) -> Any:
-        path.write_bytes(data)
-        return load_config(str(path))
-
-    return run
-
 
 _INTS = [0, 1, -1, 2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**29, 10**300]
 _FLOATS = [0.0, -0.0, 1e-300, 1e300, float("inf"), float("-inf"), float("nan"), 0.5, 1.5]
@@ -149,7 +139,7 @@ def _history_entry(tmp: Path) -> Callable[[bytes], Any]:
 
 def entry_points(tmp: Path) -> Dict[str, Tuple[Callable[[bytes], Any], Sequence[bytes], type]]:
     points = dict(table.PARSERS)
-    points["config.load_config"] = (_config_entry(tmp), table.CONFIG_YAML, ConfigError)
+    points["config.load_config"] = (table._config_from_file(tmp), table.CONFIG_YAML, ConfigError)
     points["history.record+samples"] = (_history_entry(tmp), [b"seed"], _Nothing)
     helper_dir = tmp / "helper"
     helper_dir.mkdir()
