@@ -12,32 +12,39 @@ import time
 from typing import Any, Dict, Optional, Sequence
 
 from agent import __version__
-from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, load_config
+from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, Intervals, load_config
+from collectors import registry
+from collectors.source import tool_defaults
+
+# Flags that come from the registry: a path flag per tool, an interval flag per source,
+# --collector.NAME / --no-collector.NAME per source.
+_TOOL_KEYS = tuple(tool_defaults(registry.SOURCES))
+_INTERVAL_NAMES = tuple(Intervals.model_fields)
 
 log = logging.getLogger("ssdfleet")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML configuration file")
-    p.add_argument("--smartctl", dest="tool_smartctl", help="path of smartctl")
-    p.add_argument("--shannon-status", dest="tool_shannon_status", help="path of shannon-status")
-    p.add_argument("--hdparm", dest="tool_hdparm", help="path of hdparm")
-    p.add_argument("--nvme", dest="tool_nvme", help="path of nvme (nvme-cli)")
+    for key in _TOOL_KEYS:
+        p.add_argument("--" + key.replace("_", "-"), dest=f"tool_{key}", help=f"path of {key.replace('_', '-')}")
     p.add_argument("--path.sysfs", dest="path_sysfs", help="sysfs mount point (default /sys)")
     p.add_argument("--path.procfs", dest="path_procfs", help="procfs mount point (default /proc)")
     p.add_argument("--path.dev", dest="path_dev", help="device directory (default /dev)")
     p.add_argument("--state-dir", help="where the history database lives")
     p.add_argument("--no-history", action="store_true", help="keep history in memory only")
     p.add_argument("--tool-timeout", type=float, help="seconds before a device tool is stopped")
-    for name in COLLECTOR_NAMES:
-        p.add_argument(f"--no-collector.{name}", dest=f"no_{name}", action="store_true",
-                       help=f"disable the {name} collector")
+    for spec in registry.SOURCES:
+        p.add_argument(f"--collector.{spec.name}", dest=f"yes_{spec.name}", action="store_true",
+                       help=f"enable the {spec.name} collector: {spec.help}")
+        p.add_argument(f"--no-collector.{spec.name}", dest=f"no_{spec.name}", action="store_true",
+                       help=f"disable the {spec.name} collector")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
 
 
 def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
     o: Dict[str, Any] = {}
-    tools = {k: getattr(args, f"tool_{k}", None) for k in ("smartctl", "shannon_status", "hdparm", "nvme")}
+    tools = {k: getattr(args, f"tool_{k}", None) for k in _TOOL_KEYS}
     tools = {k: v for k, v in tools.items() if v}
     if tools:
         o["tools"] = tools
@@ -60,7 +67,7 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
     if getattr(args, "probe_helper_socket", None):
         o["probe_helper_socket"] = args.probe_helper_socket
     intervals = {}
-    for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
+    for name in _INTERVAL_NAMES:
         value = getattr(args, f"interval_{name}", None)
         if value is not None:
             intervals[name] = value
@@ -69,15 +76,21 @@ def _overrides(args: argparse.Namespace) -> Dict[str, Any]:
     disabled = [n for n in COLLECTOR_NAMES if getattr(args, f"no_{n}", False)]
     if disabled:
         o["_disabled"] = disabled
+    enabled = [n for n in COLLECTOR_NAMES if getattr(args, f"yes_{n}", False)]
+    if enabled:
+        o["_enabled"] = enabled
     return o
 
 
 def _config(args: argparse.Namespace) -> Config:
     overrides = _overrides(args)
     disabled = overrides.pop("_disabled", [])
+    enabled = overrides.pop("_enabled", [])
     config = load_config(args.config, overrides)
-    if disabled:
-        config = config.model_copy(update={"collectors": [c for c in config.collectors if c not in disabled]})
+    if disabled or enabled:
+        wanted = [c for c in config.collectors if c not in disabled]
+        wanted += [c for c in enabled if c not in wanted and c not in disabled]
+        config = config.model_copy(update={"collectors": wanted})
     return config
 
 
@@ -229,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--simulate-speed", type=float, default=3600.0,
                    help="simulated seconds per real second (default 3600: an hour a second)")
     p.add_argument("--simulate-dir", help="where to build the simulated host (default: a temp dir)")
-    for name in ("smartctl", "shannon", "write_cache", "diskstats", "discovery"):
+    for name in _INTERVAL_NAMES:
         p.add_argument(f"--interval.{name}", dest=f"interval_{name}", type=float,
                        help=f"seconds between {name} polls")
     p.set_defaults(func=cmd_agent)

@@ -10,10 +10,14 @@ import re
 from typing import Dict, List, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+
+from collectors import registry
+from collectors.source import tool_defaults
 
 DEFAULT_PORT = 9877
-COLLECTOR_NAMES = ("shannon", "smartctl", "write_cache", "diskstats")
+# The sources, their tools, intervals and settings sections come from collectors/registry.py.
+COLLECTOR_NAMES = registry.NAMES
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -42,11 +46,12 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class Tools(_Strict):
-    smartctl: str = "smartctl"
-    shannon_status: str = "shannon-status"
-    hdparm: str = "hdparm"
-    nvme: str = "nvme"
+# Tool paths: one key per tool any source runs (collectors/registry.py), its default the
+# tool's usual name, found on PATH.
+Tools = create_model(
+    "Tools", __base__=_Strict,
+    **{key: (str, default) for key, default in tool_defaults(registry.SOURCES).items()},
+)
 
 
 class Paths(_Strict):
@@ -55,16 +60,18 @@ class Paths(_Strict):
     dev: str = "/dev"
 
 
-class Intervals(_Strict):
-    """Seconds between polls of each source. SMART is read every few minutes: the values move
-    slowly and every call costs the drive a little firmware time."""
+# At least 0.1 s (a near-zero interval would spin a core), at most a week.
+_INTERVAL = dict(ge=0.1, le=7 * 86400)
 
-    # At least MIN_INTERVAL: a near-zero interval would spin a core; at most a week.
-    smartctl: float = Field(300.0, ge=0.1, le=7 * 86400)
-    shannon: float = Field(60.0, ge=0.1, le=7 * 86400)
-    write_cache: float = Field(60.0, ge=0.1, le=7 * 86400)
-    diskstats: float = Field(15.0, ge=0.1, le=7 * 86400)
-    discovery: float = Field(600.0, ge=0.1, le=7 * 86400)
+# Seconds between runs of each source (its spec's default) and of discovery. SMART is read
+# every few minutes: the values move slowly and every call costs the drive a little firmware
+# time. A source whose settings carry their own ``interval_seconds`` is not listed here.
+Intervals = create_model(
+    "Intervals", __base__=_Strict,
+    **{spec.name: (float, Field(spec.interval, **_INTERVAL)) for spec in registry.SOURCES
+       if not (spec.settings and "interval_seconds" in spec.settings.model_fields)},
+    discovery=(float, Field(600.0, **_INTERVAL)),
+)
 
 
 class WriteCacheRule(_Strict):
@@ -137,23 +144,7 @@ class PowerLossProtectionRule(_Strict):
             raise ValueError("a power_loss_protection entry needs a serial or a model")
 
 
-class SyncWrite(_Strict):
-    """The opt-in sync-write probe (collectors/syncwrite.py): off while ``directories`` is
-    empty. Each run writes at most ``writes`` blocks of 8 kB, for at most ``max_seconds``, at
-    most ``max_ops_per_second``, into one file of at most ``file_bytes`` per directory."""
-
-    directories: List[str] = []
-    interval_seconds: float = Field(300.0, ge=1, le=7 * 86400)
-    writes: int = Field(64, ge=1, le=100000)
-    max_seconds: float = Field(1.0, gt=0, le=60)
-    max_ops_per_second: float = Field(1000.0, gt=0, le=1000000)
-    file_bytes: int = Field(64 * 1024, ge=8192, le=64 * 1024 * 1024)
-    min_free_bytes: int = Field(64 * 1024 * 1024, ge=0)
-    min_free_ratio: float = Field(0.02, ge=0, lt=1)
-    o_dsync: bool = False
-
-
-class Config(_Strict):
+class _ConfigBase(_Strict):
     listen_address: str = f":{DEFAULT_PORT}"
     web_config_file: Optional[str] = None
     state_dir: Optional[str] = None  # None: /var/lib/ssdfleet as root, else ~/.local/state
@@ -177,7 +168,7 @@ class Config(_Strict):
     # When set, device tools run in the privileged probe helper behind this UNIX socket and
     # the agent itself needs no device privileges (see docs/security.md).
     probe_helper_socket: Optional[str] = None
-    collectors: List[str] = list(COLLECTOR_NAMES)
+    collectors: List[str] = list(registry.DEFAULT_ENABLED)
     smartctl_devices: List[str] = []  # extra "DEVICE[:TYPE]" entries beyond --scan-open
     include_block_devices: bool = True  # drives the kernel knows but no tool reads
     write_cache_expected: str = "enabled"
@@ -187,8 +178,6 @@ class Config(_Strict):
     # Issue 15: drives with (or known to be without) power-loss protection, beyond the model
     # table in agent/durability.py; empty by default.
     power_loss_protection: List[PowerLossProtectionRule] = []
-    # Issue 15: the sync-write probe, off by default (no directories).
-    syncwrite: SyncWrite = SyncWrite()
     # /proc/diskstats: device-mapper and loop devices are not drives; a host that wants their
     # counters anyway (a dm-crypt volume as the only view of a disk) can have them.
     include_device_mapper: bool = False
@@ -260,6 +249,14 @@ class Config(_Strict):
                 continue
             return rule.celsius
         return None
+
+
+# The agent's settings: the keys above, plus one section per source that has settings of its
+# own, under the source's name (``syncwrite:``), its model declared in the source's module.
+Config = create_model(
+    "Config", __base__=_ConfigBase,
+    **{spec.name: (spec.settings, spec.settings()) for spec in registry.SOURCES if spec.settings},
+)
 
 
 def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) -> Config:

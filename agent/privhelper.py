@@ -37,12 +37,11 @@ import stat
 import struct
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agent.config import Config
-from collectors import passthrough
-from collectors.model import KIND_ATA, KIND_SCSI
+from collectors import passthrough, registry
+from collectors.source import Command, HelperChecks, Refused
 from collectors.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
 
 log = logging.getLogger("ssdfleet.privhelper")
@@ -72,13 +71,6 @@ _DEVICE_PATTERNS: Dict[str, re.Pattern] = {
     "3ware": re.compile(r"tw[ael]\d{1,3}"),  # 3ware 9000/7000/9750 controllers
 }
 
-# Which device families each operation may name.
-_SMARTCTL_DEVICES = ("sd", "nvme_ctrl", "nvme_ns", "sg", "bus", "cciss", "3ware", "df")
-_WCACHE_DEVICES = ("sd", "sg", "nvme_ctrl", "nvme_ns")
-_HDPARM_DEVICES = ("sd",)
-_NVME_DEVICES = ("nvme_ctrl",)
-_SHANNON_DEVICES = ("sct",)
-
 # smartctl -d values: collectors.passthrough's table (plain types, RAID/HBA and bridge
 # pass-through with their arguments), each matched whole, so "sat,12,foo" or "megaraid,0 -x"
 # never pass.
@@ -86,11 +78,12 @@ _SHANNON_DEVICES = ("sct",)
 # The MegaRAID "/dev/bus/N" names are not nodes: smartctl talks to this ioctl node instead.
 _MEGARAID_NODE = "megaraid_sas_ioctl_node"
 
-TOOL_NAMES = ("smartctl", "shannon-status", "hdparm", "nvme")
-
-
-class Refused(Exception):
-    """The request is not one the helper runs; the message says why."""
+# Tools the helper runs: those of the registered sources that have helper rules, by the name
+# the helper knows them by (config key -> name).
+_HELPER_TOOLS: Dict[str, str] = {
+    key: name for spec in registry.SOURCES if spec.helper for key, (_default, name) in spec.tools.items()
+}
+TOOL_NAMES = tuple(dict.fromkeys(_HELPER_TOOLS.values()))
 
 
 class Quarantined(Refused):
@@ -98,60 +91,25 @@ class Quarantined(Refused):
     own (``quarantined``), so the agent keeps reporting the device stuck."""
 
 
-@dataclass(frozen=True)
-class Command:
-    """A checked request: the argv to run and what it is about."""
-
-    tool: str  # smartctl, shannon-status, hdparm, nvme
-    operation: str  # read, scan, version, wcache, card, cards, ...
-    argv: Tuple[str, ...]  # rebuilt with the helper's own tool path
-    device: Optional[str] = None  # kernel name relative to /dev (sda, nvme0, scta)
-
-
-# --------------------------------------------------------------------------- validation
-
-
-class _ArgvRecorder:
-    """A runner that records the argv a probe builds and runs nothing, so the helper can ask
-    the probes' own builders which argv they would use."""
-
-    def __init__(self) -> None:
-        self.argv: Optional[List[str]] = None
-
-    def __call__(self, argv: Sequence[str], **_: Any) -> ToolResult:
-        self.argv = [str(a) for a in argv]
-        return ToolResult(tuple(self.argv), None, b"", b"", 0.0, error="recorded, not run")
-
-
-def _built(build: Callable[[Callable[..., ToolResult]], Any]) -> List[str]:
-    recorder = _ArgvRecorder()
-    build(recorder)
-    if recorder.argv is None:  # a builder that ran nothing: a bug here, not the client's fault
-        raise Refused("internal error: no command was built")
-    return recorder.argv
-
-
-class Validator:
-    """Turns a requested argv into a :class:`Command` or raises :class:`Refused`."""
+class Validator(HelperChecks):
+    """Turns a requested argv into a :class:`Command` or raises :class:`Refused`: the name
+    checks are here; which commands are allowed is each source's own rule (its spec's
+    ``helper``), built from the same command builders the source runs."""
 
     def __init__(self, config: Config) -> None:
-        self.tools = config.tools
         self.dev_root = os.path.abspath(config.paths.dev)
         self.sysfs = config.paths.sysfs
-        names = {
-            "smartctl": config.tools.smartctl,
-            "shannon-status": config.tools.shannon_status,
-            "hdparm": config.tools.hdparm,
-            "nvme": config.tools.nvme,
-        }
+        tools = config.tools.model_dump()
+        # config key -> the helper's own path
+        self.paths = {key: tools[key] for key in _HELPER_TOOLS}
         # argv[0] selects a tool by file name: the standard name, or the file name of the
         # helper's configured path (a host whose smartctl is /usr/local/sbin/smartctl7).
         self._by_name: Dict[str, str] = {}
         for tool in TOOL_NAMES:
             self._by_name.setdefault(tool, tool)
-        for tool, path in names.items():
-            self._by_name.setdefault(os.path.basename(path), tool)
-        self._paths = names
+        for key, path in self.paths.items():
+            self._by_name.setdefault(os.path.basename(path), _HELPER_TOOLS[key])
+        self._rules = [spec.helper for spec in registry.SOURCES if spec.helper]
 
     # -- pieces ---------------------------------------------------------------------------
 
@@ -209,122 +167,11 @@ class Validator:
             raise Refused("argv too long")
         tool = self.tool_for(argv[0])
         args = argv[1:]
-        if tool == "smartctl":
-            command = self._smartctl(args)
-        elif tool == "shannon-status":
-            command = self._shannon(args)
-        elif tool == "hdparm":
-            command = self._hdparm(args)
-        else:
-            command = self._nvme(args)
-        return command
-
-    def _match(self, tool: str, operation: str, args: List[str], candidates: List[List[str]],
-               device: Optional[str] = None) -> Command:
-        for built in candidates:
-            if built[1:] == args:
-                return Command(tool, operation, tuple(built), device)
-        raise Refused(f"arguments are not the allowed form of {tool} {operation}: {' '.join(args)!r}")
-
-    def _smartctl(self, args: List[str]) -> Command:
-        from collectors.smartctl import OLD_SMARTCTL_DROPS, SmartctlProbe
-
-        path = self._paths["smartctl"]
-
-        def probe(runner: Callable[..., ToolResult]) -> SmartctlProbe:
-            return SmartctlProbe(tool=path, runner=runner)
-
-        if "--version" in args:
-            return self._match("smartctl", "version", args, [_built(lambda r: probe(r).version())])
-        if "--scan" in args or "--scan-open" in args:
-            candidates = [
-                _built(lambda r, j=j, o=o: probe(r).scan(json_output=j, open_devices=o))
-                for j in (True, False) for o in (True, False)
-            ]
-            return self._match("smartctl", "scan", args, candidates)
-        if "-g" in args:
-            return self._smartctl_wcache(args)
-        # A SMART read: "... -d TYPE DEVICE", built by SmartctlProbe.read_argv.
-        if args.count("-d") != 1 or args.index("-d") + 1 >= len(args):
-            raise Refused("smartctl read needs exactly one -d TYPE")
-        dev_type = self.dev_type(args[args.index("-d") + 1])
-        prefix, name = self.device(args[-1], _SMARTCTL_DEVICES, dev_type)
-        device = prefix + name
-        candidates: List[List[str]] = []
-        for protocol in (None, "ATA", "SCSI", "NVMe"):
-            full = probe(_ArgvRecorder()).read_argv(device, dev_type, protocol)
-            # The poller drops --json=c for smartmontools before 7.0, and the devstat/ssd log
-            # pages before 6.0.
-            text = [a for a in full if a != "--json=c"]
-            old = [a for a in text if a not in OLD_SMARTCTL_DROPS]
-            variants = [full, text, old]
-            # After many standby skips the poller reads once without --nocheck (as smartd's
-            # -n standby,N does), so a sleeping drive's data does not go stale for ever.
-            variants += [[a for a in v if not a.startswith("--nocheck=")] for v in (full, text, old)]
-            for variant in variants:
-                if variant not in candidates:
-                    candidates.append(variant)
-        return self._match("smartctl", "read", args, candidates, name)
-
-    def _wcache_reader(self, prefix: str, runner: Callable[..., ToolResult], smartctl_json: Optional[bool] = None):
-        from collectors.write_cache import WriteCacheReader
-
-        return WriteCacheReader(
-            sysfs_root=self.sysfs,
-            hdparm=self._paths["hdparm"],
-            nvme=self._paths["nvme"],
-            smartctl=self._paths["smartctl"],
-            runner=runner,
-            dev_root=prefix.rstrip("/"),
-            smartctl_json=smartctl_json,
-        )
-
-    def _smartctl_wcache(self, args: List[str]) -> Command:
-        dev_type = None
-        if "-d" in args and args.index("-d") + 1 < len(args):
-            dev_type = self.dev_type(args[args.index("-d") + 1])
-        prefix, name = self.device(args[-1], _WCACHE_DEVICES, dev_type)
-        # WriteCacheReader's builders are private methods; calling them keeps one definition
-        # of each argv (the reader asks smartctl -g wcache for ATA and SCSI drives).
-        # JSON (smartmontools 7+) and text (older): the reader asks in the form its smartctl has.
-        candidates = [
-            _built(lambda r, k=kind, j=as_json: self._wcache_reader(prefix, r, j)._smartctl(name, k))
-            for kind in (KIND_ATA, KIND_SCSI, "")
-            for as_json in (True, False)
-        ]
-        return self._match("smartctl", "wcache", args, candidates, name)
-
-    def _hdparm(self, args: List[str]) -> Command:
-        if not args:
-            raise Refused("hdparm needs a device")
-        prefix, name = self.device(args[-1], _HDPARM_DEVICES)
-        candidates = [_built(lambda r: self._wcache_reader(prefix, r)._hdparm(name))]
-        return self._match("hdparm", "write-cache", args, candidates, name)
-
-    def _nvme(self, args: List[str]) -> Command:
-        if len(args) < 2:
-            raise Refused("nvme needs a sub-command and a device")
-        prefix, name = self.device(args[1], _NVME_DEVICES)
-        candidates = [_built(lambda r: self._wcache_reader(prefix, r)._nvme(name))]
-        return self._match("nvme", "get-feature", args, candidates, name)
-
-    def _shannon(self, args: List[str]) -> Command:
-        from collectors.shannon import ShannonProbe
-
-        path = self._paths["shannon-status"]
-
-        def probe(runner: Callable[..., ToolResult]) -> ShannonProbe:
-            return ShannonProbe(tool=path, runner=runner, sysfs_root=self.sysfs)
-
-        if args == ["-a"]:
-            return self._match("shannon-status", "cards", args, [_built(lambda r: probe(r).list_cards())])
-        if args == ["-p", "-a"]:
-            return self._match("shannon-status", "cards-p", args, [_built(lambda r: probe(r).read_all_p())])
-        if len(args) == 2 and args[0] == "-p":
-            prefix, name = self.device(args[1], _SHANNON_DEVICES)
-            return self._match("shannon-status", "card", args,
-                               [_built(lambda r: probe(r).read_card(prefix + name))], name)
-        raise Refused(f"arguments are not an allowed shannon-status command: {' '.join(args)!r}")
+        for rule in self._rules:
+            command = rule(self, tool, args)
+            if command is not None:
+                return command
+        raise Refused(f"no source runs {tool} {' '.join(args)!r}")
 
 
 # --------------------------------------------------------------------------- wire format

@@ -1,8 +1,8 @@
-"""The sync-write probe in the agent: built from the configuration, exposed from the snapshot.
+"""The sync-write probe's results, exposed from the snapshot.
 
-The probe itself (bounded bursts of 8 kB write + fdatasync) is collectors/syncwrite.py; the
-poller runs it on its own interval (``syncwrite.interval_seconds``) and puts the latest
-result per directory in the snapshot. :func:`families` builds the metric families from those
+The probe itself (bounded bursts of 8 kB write + fdatasync) is collectors/syncwrite.py, run as
+a source (collectors/syncwrite_source.py) on its own interval (``syncwrite.interval_seconds``);
+the latest result per directory is in the snapshot. :func:`families` builds the metric families from those
 results and does no I/O.
 """
 
@@ -13,31 +13,13 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 
 from collectors.diskstats import drive_device_for
-from collectors.syncwrite import SyncWriteProbe, SyncWriteResult, SyncWriteSettings, summarise
+from collectors.syncwrite import SyncWriteResult, summarise
 
 # device and serial: the drive the directory lives on, as the per-drive series name it, so
 # that alerts and joins (ssd_drive_info) work as for every other drive series; "" when the
 # directory is on no drive the agent knows (tmpfs, NFS, a device-mapper volume).
 LABELS = ["path", "device", "serial", "method"]
 QUANTILES = (0.5, 0.9, 0.99, 1.0)
-
-
-def probe_from_config(config) -> Optional[SyncWriteProbe]:
-    """The probe for the configured directories, or None when the probe is off (the default)."""
-    sw = config.syncwrite
-    if not sw.directories:
-        return None
-    settings = SyncWriteSettings(
-        max_writes=sw.writes,
-        max_seconds=sw.max_seconds,
-        max_ops_per_second=sw.max_ops_per_second,
-        file_bytes=sw.file_bytes,
-        min_free_bytes=sw.min_free_bytes,
-        min_free_ratio=sw.min_free_ratio,
-        o_dsync=sw.o_dsync,
-    )
-    return SyncWriteProbe(sw.directories, settings, grace_seconds=config.tool_kill_grace_seconds + 3.0,
-                          sysfs_root=config.paths.sysfs)
 
 
 def drive_labels(block_device: Optional[str], drives: Iterable) -> Tuple[str, str]:

@@ -130,6 +130,40 @@ class DriveReading:
         return dataclasses.replace(self, **changes)
 
 
+# Fields that say which drive a reading is about: never taken from a second source.
+_IDENTITY_FIELDS = ("kind", "device", "block_device", "device_type", "serial", "wwn")
+
+
+def _absent(value) -> bool:
+    return value is None or value == () or value == {}
+
+
+def supplement(primary: DriveReading, other: DriveReading, source: str) -> DriveReading:
+    """``primary`` with each field it lacks taken from ``other``, a second source's reading of
+    the same drive (nvme-cli's vendor log beside smartctl's health log), its evidence recorded
+    as ``source`` plus what ``other`` says. A field ``primary`` withheld on purpose (its
+    ``extra`` holds ``FIELD_withheld``) stays withheld: a second source does not overrule the
+    reason."""
+    changes = {}
+    sources = dict(primary.sources)
+    for name in primary.__dataclass_fields__:
+        if name in _IDENTITY_FIELDS or name in ("sources", "extra"):
+            continue
+        if not _absent(getattr(primary, name)) or f"{name}_withheld" in primary.extra:
+            continue
+        value = getattr(other, name)
+        if _absent(value):
+            continue
+        changes[name] = value
+        said = other.sources.get(name)
+        sources[name] = f"{source}: {said}" if said else source
+    if not changes:
+        return primary
+    extra = dict(other.extra)
+    extra.update(primary.extra)
+    return dataclasses.replace(primary, sources=sources, extra=extra, **changes)
+
+
 # The figures a DBA acts on, with the label status output and the page give them. For each, a
 # reading records the source it was read from (``sources``) or why no figure was given
 # (``extra[field + "_withheld"]``).

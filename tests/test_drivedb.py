@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from agent.poller import use_drive_database
+from collectors.smartctl_source import use_drive_database
 from collectors import drivedb
 
 DB = drivedb.bundled()

@@ -38,7 +38,7 @@ def test_cached_exposition_equals_a_full_render_and_ages_follow_the_clock(tmp_pa
     poller = make_poller(host, clock)
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         exposition = Exposition(poller.snapshot, clock=clock)
         first = exposition.render()
         # The same samples as prometheus_client's own render of the whole snapshot.
@@ -62,7 +62,7 @@ def test_cached_exposition_equals_a_full_render_and_ages_follow_the_clock(tmp_pa
         # A new snapshot (nvme0 now reports 40% used) is rendered once, then reused.
         nvme = fixture_path("fakehost/scrutiny__smart-nvme.json").read_text()
         host.set_response("smartctl", "nvme0", nvme.replace('"percentage_used": 0', '"percentage_used": 40'))
-        poller.run_smartctl()
+        poller.run("smartctl")
         exposition.prepare(poller.snapshot())  # what the agent's listener thread does
         assert exposition.renders_total == 2
         fresh = samples(exposition.render())
@@ -78,7 +78,7 @@ def test_label_values_are_escaped_in_the_per_scrape_part(tmp_path):
     poller = make_poller(host)
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         drive = next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL)
     finally:
         poller.stop()
@@ -107,17 +107,17 @@ def test_a_probe_waits_for_the_one_in_flight_on_its_device(tmp_path):
     poller = make_poller(host, clock, collectors=["smartctl", "write_cache"])
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         read_at = next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL).last_poll["smartctl"]
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-on.txt"), sleep=1.5)
-        cache = threading.Thread(target=poller.run_write_cache)
+        cache = threading.Thread(target=poller.run, args=("write_cache",))
         cache.start()
         deadline = time.monotonic() + 10
         while not any(c.startswith("hdparm") for c in host.calls()):
             assert time.monotonic() < deadline, "hdparm never ran"
             time.sleep(0.02)
         clock.now += 300
-        poller.run_smartctl()
+        poller.run("smartctl")
         cache.join(10)
         sda = next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL)
         assert sda.last_poll["smartctl"] == read_at + 300, "the SMART read of sda was skipped"

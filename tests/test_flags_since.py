@@ -28,8 +28,8 @@ def test_since_is_the_first_snapshot_with_the_flag_and_restarts_when_it_clears(t
     tracker = FlagTracker()
     try:
         poller.run_discovery()
-        poller.run_smartctl()
-        poller.run_write_cache()
+        poller.run("smartctl")
+        poller.run("write_cache")
         t1 = clock.now
         tracker.update(poller.snapshot())
         # nvme1 has 7 media errors from the start; sda is fine.
@@ -40,7 +40,7 @@ def test_since_is_the_first_snapshot_with_the_flag_and_restarts_when_it_clears(t
         # An hour on, sda's write cache goes off: a new flag with its own time; the old one keeps t1.
         clock.now += 3600
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
-        poller.run_write_cache()
+        poller.run("write_cache")
         tracker.update(poller.snapshot())
         views = snapshot_views(poller.snapshot(), clock.now, flags=tracker)
         assert _keys(views, SDA_SERIAL)["write_cache"].since == t1 + 3600
@@ -49,12 +49,12 @@ def test_since_is_the_first_snapshot_with_the_flag_and_restarts_when_it_clears(t
         # It comes back on: the flag is gone; off again later starts a new "since".
         clock.now += 600
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-on.txt"))
-        poller.run_write_cache()
+        poller.run("write_cache")
         tracker.update(poller.snapshot())
         assert tracker.since(SDA_SERIAL, "write_cache") is None
         clock.now += 600
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
-        poller.run_write_cache()
+        poller.run("write_cache")
         tracker.update(poller.snapshot())
         assert tracker.since(SDA_SERIAL, "write_cache") == t1 + 4800
     finally:
@@ -68,7 +68,7 @@ def test_flag_times_survive_a_restart_through_the_history_file(tmp_path):
     poller = make_poller(host, clock)
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         first = poller.snapshot()
         history = History(path)
         FlagTracker(history).update(first)
@@ -77,7 +77,7 @@ def test_flag_times_survive_a_restart_through_the_history_file(tmp_path):
 
         # The agent restarts a day later: the flag still up keeps its time.
         clock.now += 86400
-        poller.run_smartctl()
+        poller.run("smartctl")
         history = History(path)
         tracker = FlagTracker(history)
         assert tracker.since(NVME1_SERIAL, "media_errors") == t1
@@ -96,7 +96,7 @@ def test_an_unwritable_history_keeps_the_times_in_memory(tmp_path):
     poller = make_poller(host)
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         history = History(str(tmp_path / "h.sqlite"))
         history._conn.close()  # what a vanished or broken file looks like to every later call
         tracker = FlagTracker(history)
@@ -114,7 +114,7 @@ def test_page_and_status_show_since_when(tmp_path):
     tracker = FlagTracker()
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         tracker.update(poller.snapshot())
         clock.now += 2.5 * 3600
         html = render_page(poller.snapshot(), clock.now, flags=tracker, hostname="db1")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.poller import SmartTarget
+from collectors.smartctl_source import SmartTarget
 from agent.privhelper import Refused, Validator
 from collectors import passthrough
 from collectors.smartctl import normalise_smartctl

@@ -13,7 +13,8 @@ import pytest
 
 from agent.config import Config, Paths, Tools
 from agent.metrics import make_registry
-from agent.poller import STANDBY_MAX_SKIPS, Poller
+from agent.poller import Poller
+from collectors.smartctl_source import STANDBY_MAX_SKIPS
 from collectors.smartctl import STANDBY_EXIT_STATUS
 from tests.conftest import fixture_path, read_fixture
 from tests.fakehost import FakeHost, build_default_host
@@ -60,14 +61,14 @@ def test_standby_skips_then_one_read_that_wakes_the_drive(tmp_path):
     clock = Clock()
     poller = make_poller(host, clock)
     poller.run_discovery()
-    poller.run_smartctl()
+    poller.run("smartctl")
     assert sda(poller).reading.power_state == "active"
     read_at = sda(poller).last_poll["smartctl"]
 
     host.set_response("smartctl", "sda", STANDBY_JSON, exit_code=STANDBY_EXIT_STATUS)
     for _ in range(STANDBY_MAX_SKIPS):
         clock.now += 300
-        poller.run_smartctl()
+        poller.run("smartctl")
         drive = sda(poller)
         assert drive.reading.power_state == "standby"  # ssd_standby 1
         assert drive.last_poll["smartctl"] == read_at  # last values kept, their age grows
@@ -77,7 +78,7 @@ def test_standby_skips_then_one_read_that_wakes_the_drive(tmp_path):
     # The next read goes without --nocheck: smartctl wakes the drive and reads it.
     host.set_response("smartctl", "sda", fixture_path("fakehost/scrutiny__smart-ata-full.json"))
     clock.now += 300
-    poller.run_smartctl()
+    poller.run("smartctl")
     woke = sda_reads(host)[-1]
     assert "--nocheck" not in woke and "-d sat /dev/sda" in woke
     assert sda(poller).reading.power_state == "active"
@@ -85,7 +86,7 @@ def test_standby_skips_then_one_read_that_wakes_the_drive(tmp_path):
 
     # And the count starts over: back to -n standby.
     host.set_response("smartctl", "sda", STANDBY_JSON, exit_code=STANDBY_EXIT_STATUS)
-    poller.run_smartctl()
+    poller.run("smartctl")
     assert "--nocheck=standby,3" in sda_reads(host)[-1]
     registry = make_registry(poller.snapshot)
     assert registry.get_sample_value("ssd_standby", {"device": "sda", "serial": SDA_SERIAL}) == 1.0
@@ -97,7 +98,7 @@ def test_last_good_values_kept_with_growing_age_then_vanished_drive_leaves(tmp_p
     clock = Clock()
     poller = make_poller(host, clock)
     poller.run_discovery()
-    poller.run_smartctl()
+    poller.run("smartctl")
     registry = make_registry(poller.snapshot)
     labels = {"device": "nvme0", "serial": NVME0_SERIAL}
     life = registry.get_sample_value("ssd_life_left_ratio", labels)
@@ -107,7 +108,7 @@ def test_last_good_values_kept_with_growing_age_then_vanished_drive_leaves(tmp_p
     host.set_response("smartctl", "nvme0", b"\x00\xffgarbage")
     for _ in range(3):
         clock.now += 60
-        poller.run_smartctl()
+        poller.run("smartctl")
         snap = poller.snapshot()
         drive = next(d for d in snap.drives if d.serial == NVME0_SERIAL)
         # ssd_data_age_seconds is the scrape time minus this (the metrics use the wall clock).
@@ -121,7 +122,7 @@ def test_last_good_values_kept_with_growing_age_then_vanished_drive_leaves(tmp_p
     host.set_response("smartctl", "nvme0", json.dumps({"smartctl": {"exit_status": 2, "messages": [
         {"string": "Smartctl open device: /dev/nvme0 failed: No such device", "severity": "error"}]}}),
         exit_code=2)
-    poller.run_smartctl()
+    poller.run("smartctl")
     assert any("nvme0" in p and "vanished" in p for p in poller.snapshot().problems)
     assert registry.get_sample_value("ssd_life_left_ratio", labels) == life  # until discovery
     scan = json.loads(read_fixture("fakehost/telegraf__testcases_scan_all.json"))
@@ -139,7 +140,7 @@ def test_a_snapshot_is_never_changed_by_a_later_poll(tmp_path):
     host.set_response("smartctl", "nvme1", fixture_path("fakehost/scrutiny__smart-nvme-failed.json"), sleep=0.4)
     poller = make_poller(host)
     poller.run_discovery()
-    poller.run_smartctl()
+    poller.run("smartctl")
     old = poller.snapshot()
     frozen = copy.deepcopy(old)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -147,7 +148,7 @@ def test_a_snapshot_is_never_changed_by_a_later_poll(tmp_path):
     # A scrape during a poll: readers see the old snapshot or the new one, whole.
     host.set_response("smartctl", "sda", fixture_path("fakehost/scrutiny__smart-nvme.json"))  # sda "changes"
     seen = []
-    poll = threading.Thread(target=poller.run_smartctl)
+    poll = threading.Thread(target=poller.run, args=("smartctl",))
     poll.start()
     while poll.is_alive():
         seen.append(poller.snapshot())
@@ -180,7 +181,7 @@ cat "{fixture_path('fakehost/scrutiny__smart-ata-full.json')}"
     tool.chmod(0o755)
     poller = make_poller(host, max_concurrent_probes=2)
     poller.run_discovery()
-    poller.run_smartctl()
+    poller.run("smartctl")
     events = sorted((float(t), 1 if kind == "start" else -1)
                     for kind, t in (line.split() for line in spans.read_text().splitlines()))
     assert len(events) == 2 * len(devices)

@@ -22,7 +22,7 @@ def test_configured_temperature_limit_fills_and_replaces_the_drives_own(tmp_path
     ])
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         registry = make_registry(poller.snapshot)
         by_serial = poller.snapshot().by_serial()
     finally:
@@ -45,7 +45,7 @@ def test_limit_below_the_temperature_flags_the_drive(tmp_path):
     poller = make_poller(host, temperature_limits=[{"model": "860 EVO", "celsius": 20}])
     try:
         poller.run_discovery()
-        poller.run_smartctl()
+        poller.run("smartctl")
         drive = poller.snapshot().by_serial()[SDA_SERIAL]
     finally:
         poller.stop()
@@ -65,7 +65,7 @@ def test_device_mapper_and_loop_only_when_configured(tmp_path):
         poller = make_poller(host, collectors=["diskstats"], **extra)
         try:
             poller.run_discovery()
-            poller.run_diskstats()
+            poller.run("diskstats")
             return {d.device: d.io for d in poller.snapshot().drives if d.io is not None}
         finally:
             poller.stop()
@@ -87,10 +87,10 @@ def test_write_cache_tools_get_the_configured_dev_root_and_timeout(tmp_path):
     poller = make_poller(host, collectors=["smartctl", "write_cache"], tool_timeout_seconds=7.5,
                          paths={"sysfs": str(host.sys), "procfs": str(host.proc), "dev": str(dev)})
     try:
-        assert poller.write_cache.timeout == 7.5
+        assert poller.sources["write_cache"].reader.timeout == 7.5
         poller.run_discovery()
-        poller.run_smartctl()
-        poller.run_write_cache()
+        poller.run("smartctl")
+        poller.run("write_cache")
     finally:
         poller.stop()
     hdparm = [c for c in host.calls() if c.startswith("hdparm")]

@@ -55,15 +55,15 @@ def test_accelerated_weeks_match_the_ground_truth(sim, tmp_path):
     poller = _poller(sim, tmp_path)
     try:
         poller.run_discovery()
-        poller.run_write_cache()
+        poller.run("write_cache")
         first = None
         t = T0
         end = T0 + WEEKS * 7 * DAY
         while t <= end:  # bounded: WEEKS * 21 steps
             sim.set_time(t)
-            poller.run_smartctl()
-            poller.run_shannon()
-            poller.run_diskstats()
+            poller.run("smartctl")
+            poller.run("shannon")
+            poller.run("diskstats")
             if first is None:
                 first = poller.snapshot().by_serial()
             t += STEP
@@ -113,7 +113,7 @@ def test_shannon_card_reduces_writes_then_goes_read_only(tmp_path):
         poller.run_discovery()
         for days in (0, 2, 40):
             host.set_time(T0 + days * DAY)
-            poller.run_shannon()
+            poller.run("shannon")
             drive = poller.snapshot().by_serial()[spec.serial]
             seen.append((drive.reading.access_mode, drive.reading.life_left_ratio))
     finally:
@@ -130,11 +130,11 @@ def test_write_cache_switch_reaches_every_source(sim, tmp_path):
     poller = _poller(sim, tmp_path)
     try:
         poller.run_discovery()
-        poller.run_smartctl()
-        poller.run_write_cache()
+        poller.run("smartctl")
+        poller.run("write_cache")
         before = {s.source: s.state for s in poller.snapshot().by_serial()[sim.spec("sda").serial].write_cache}
         sim.set_write_cache("sda", False)
-        poller.run_write_cache()
+        poller.run("write_cache")
         after = {s.source: s.state for s in poller.snapshot().by_serial()[sim.spec("sda").serial].write_cache}
     finally:
         poller.stop()

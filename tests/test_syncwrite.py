@@ -303,7 +303,7 @@ def test_off_by_default(tmp_path):
         snap = poller.poll_once()
     finally:
         poller.stop()
-    assert poller.syncwrite is None and snap.syncwrite == ()
+    assert "syncwrite" not in poller.sources and snap.syncwrite == ()
     assert b"ssd_syncwrite" not in render(make_registry(poller.snapshot))
 
 
