@@ -225,7 +225,7 @@ def wearout_cell(v: DriveView, now: float) -> str:
 def cache_cell(v: DriveView) -> str:
     state = v.write_cache or "unknown"
     expected = v.write_cache_expected
-    mismatch = any(f.reason.startswith("write cache ") for f in v.flags)
+    mismatch = any(f.key == "write_cache" for f in v.flags)
     sources = "; ".join(f"{s['source']}: {s['state']}" for s in v.write_cache_sources)
     title = f' title="{esc(sources)}"' if sources else ""
     cls = "c-cache bad" if mismatch else "c-cache"

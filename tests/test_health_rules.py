@@ -26,10 +26,9 @@ from agent.status import format_table, paint
 from agent.views import snapshot_views
 from collectors.model import Drive, Projection, Snapshot, Temperature
 from tests.conftest import ROOT
-from tests.fakehost import build_default_host
 from tests.test_e2e_agent import SDA_SERIAL
 from tests.test_page import Node, cell, drive_rows, parse
-from tests.test_poller import Clock, make_poller
+from tests.test_views_no_io import polled_snapshot
 
 RULE_FILES = [p for p in (ROOT / "deploy/prometheus/ssdfleet-alerts.yml",
                           ROOT / "deploy/victoriametrics/ssdfleet-alerts.yml") if p.exists()]
@@ -235,15 +234,7 @@ def test_comparisons_parser_on_shapes_the_rules_use():
 @pytest.fixture(scope="module")
 def polled(tmp_path_factory):
     """A real poll of the default fake host; sda is the healthy SATA drive the cases edit."""
-    host = build_default_host(tmp_path_factory.mktemp("host"))
-    clock = Clock()
-    poller = make_poller(host, clock)
-    try:
-        poller.run_discovery()
-        poller.run_smartctl()
-        snap = poller.snapshot()
-    finally:
-        poller.stop()
+    snap, clock = polled_snapshot(tmp_path_factory.mktemp("host"))
     return snap, clock.now
 
 

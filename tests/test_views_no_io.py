@@ -22,7 +22,8 @@ from tests.test_poller import Clock, make_poller
 HOUR = 3600.0
 
 
-def _polled(tmp_path):
+def polled_snapshot(tmp_path):
+    """One SMART and write cache read of the default fake host, on a fake clock."""
     host = build_default_host(tmp_path)
     clock = Clock()
     poller = make_poller(host, clock, collectors=["smartctl", "write_cache"])
@@ -55,7 +56,7 @@ def _answers(app) -> dict:
 
 
 def test_page_and_api_do_not_read_the_history_file(tmp_path):
-    snap, clock = _polled(tmp_path / "host")
+    snap, clock = polled_snapshot(tmp_path / "host")
     path = tmp_path / "history.sqlite"
     history = History(str(path), clock=clock)
     _seed(history, snap, clock.now)
@@ -87,7 +88,7 @@ def test_page_and_api_do_not_read_the_history_file(tmp_path):
 
 
 def test_a_new_sample_reaches_the_views_at_the_next_snapshot_not_at_a_request(tmp_path):
-    snap, clock = _polled(tmp_path / "host")
+    snap, clock = polled_snapshot(tmp_path / "host")
     history = History(None, clock=clock)
     state = ViewState(history)
     state.update(snap)
@@ -104,7 +105,7 @@ def test_a_new_sample_reaches_the_views_at_the_next_snapshot_not_at_a_request(tm
 
 
 def test_without_history_the_views_have_none(tmp_path):
-    snap, clock = _polled(tmp_path / "host")
+    snap, clock = polled_snapshot(tmp_path / "host")
     state = ViewState()
     state.update(snap)
     answers = _answers(create_app(lambda: snap, clock=clock, state=state))
