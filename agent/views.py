@@ -322,9 +322,10 @@ class ViewState:
         key = (self._history.recorded_total, serials)
         if key == self._points_key:
             return None
+        points = {serial: history_points(self._history.samples(serial, since=now - self._window), now)
+                  for serial in serials}
         self._points_key = key
-        return {serial: history_points(self._history.samples(serial, since=now - self._window), now)
-                for serial in serials}
+        return points
 
     def since(self, serial: str, key: str) -> Optional[float]:
         with self._lock:
