@@ -31,26 +31,20 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from agent import health
 from agent.config import DEFAULT_PORT
+from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.views import (
-    CRITICAL,
-    LIFE_CRITICAL,
-    LIFE_WARNING,
-    OK,
-    STALE_WARNING_SECONDS,
-    WARNING,
     describe_input,
     flagged_first,
     human_bytes,
     human_duration,
     percent,
     series_change,
-    severity_rank,
     since_text,
     utc_date,
     utc_time,
 )
-from collectors import write_cache
 
 UNKNOWN = "unknown"
 UNKNOWN_EXIT = 3
@@ -97,13 +91,8 @@ def has_health_data(v: Any) -> bool:
 
 
 def _life_style(ratio: Optional[float]) -> Optional[str]:
-    if ratio is None:
-        return None
-    if ratio < LIFE_CRITICAL:
-        return CRITICAL
-    if ratio < LIFE_WARNING:
-        return WARNING
-    return None
+    severity = health.life_severity(ratio)
+    return None if severity == OK else severity
 
 
 def _cache_mismatch(v: Any) -> bool:
@@ -111,7 +100,7 @@ def _cache_mismatch(v: Any) -> bool:
     if state is None or expected is None:
         return False
     try:
-        return bool(write_cache.mismatch(state, expected))
+        return bool(health.write_cache_mismatch(state, expected))
     except ValueError:
         return False
 
@@ -174,7 +163,7 @@ def _c_cache_compact(v: Any) -> Cell:
 
 
 def _hot(t: Dict[str, Any]) -> bool:
-    return t.get("limit_celsius") is not None and t["celsius"] >= t["limit_celsius"]
+    return health.temperature_hot(t["sensor"], t["celsius"], t.get("limit_celsius"))
 
 
 def _telling_temperature(temps: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -237,7 +226,7 @@ def _c_age(v: Any) -> Cell:
     age = _get(v, "data_age_seconds")
     if age is None:
         return "none", UNKNOWN
-    return human_duration(age).replace(" ", ""), (WARNING if age > STALE_WARNING_SECONDS else None)
+    return human_duration(age).replace(" ", ""), (WARNING if health.data_stale(age, _get(v, "power_state")) else None)
 
 
 def _c_health(v: Any) -> Cell:
@@ -641,7 +630,7 @@ def overall(drives: List[Dict[str, Any]]) -> str:
     no drive could be read at all."""
     if not any(has_health_data(d) for d in drives):
         return UNKNOWN
-    return max((d.get("severity") or OK for d in drives), key=severity_rank)
+    return health.worst_severity(d.get("severity") or OK for d in drives)
 
 
 def _agent_url(args, config) -> str:
