@@ -110,15 +110,9 @@ class HeadAsGet:
 
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
-               state: Optional[ViewState] = None,
-               history: Any = None, flags: Optional[ViewState] = None) -> FastAPI:
+               state: Optional[ViewState] = None) -> FastAPI:
     """``state`` (the ViewState the poller feeds) adds each drive's thinned samples and its
-    flags' times to /api/v1/drives, so ``ssdfleet status --drive`` can show them.
-
-    ``flags`` is the old name of ``state``, and ``history`` is ignored (the state read it
-    already): agent/cli.py still passes both."""
-    del history
-    state = state or flags
+    flags' times to /api/v1/drives, so ``ssdfleet status --drive`` can show them."""
     app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
     app.add_middleware(HeadAsGet)
     exposition = Exposition(get_snapshot, clock=clock)

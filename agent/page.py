@@ -525,17 +525,12 @@ _SCRIPT = """
 
 def render_page(snapshot: Snapshot, now: float, state: Optional[ViewState] = None,
                 hostname: Optional[str] = None,
-                refresh_seconds: int = DEFAULT_REFRESH_SECONDS,
-                history: Any = None, flags: Optional[ViewState] = None) -> str:
+                refresh_seconds: int = DEFAULT_REFRESH_SECONDS) -> str:
     """The whole ``/`` page, from memory. ``state`` (the :class:`agent.views.ViewState` the
     poller feeds) gives each drive's history for the sparklines and the bad-block trend, and
-    since when each flag is up; without it the page has neither.
-
-    ``flags`` is the old name of ``state``, and ``history`` is ignored (the state read it
-    already): agent/cli.py still passes both."""
-    del history
+    since when each flag is up; without it the page has neither."""
     host = hostname if hostname is not None else socket.gethostname()
-    views = flagged_first(snapshot_views(snapshot, now, state=state or flags))
+    views = flagged_first(snapshot_views(snapshot, now, state=state))
     overall = worst(views) if views else "unknown"
     flagged = [v.device for v in views if v.severity != OK]
     title = f"{overall.upper()} · {', '.join(flagged)} — " if flagged else f"{overall.upper()} — "

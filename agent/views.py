@@ -339,8 +339,6 @@ class ViewState:
             return list(self._points.get(serial, ()))
 
 
-# agent/cli.py still calls it by its old name (the flags were all it kept).
-FlagTracker = ViewState
 
 
 def flagged_first(views: Sequence[Any]) -> List[Any]:

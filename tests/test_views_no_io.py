@@ -29,8 +29,8 @@ def polled_snapshot(tmp_path):
     poller = make_poller(host, clock, collectors=["smartctl", "write_cache"])
     try:
         poller.run_discovery()
-        poller.run_smartctl()
-        poller.run_write_cache()
+        poller.run("smartctl")
+        poller.run("write_cache")
         return poller.snapshot(), clock
     finally:
         poller.stop()
@@ -81,9 +81,6 @@ def test_page_and_api_do_not_read_the_history_file(tmp_path):
 
     after = _answers(app_on({"state": state}))
     assert after == before
-    # agent/cli.py's call (history= is passed and ignored, the state under its old name)
-    legacy = _answers(app_on({"flags": state, "history": history}))
-    assert legacy == before
     assert not path.exists()  # nothing opened it again
 
 
