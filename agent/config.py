@@ -47,6 +47,7 @@ class Tools(_Strict):
     shannon_status: str = "shannon-status"
     hdparm: str = "hdparm"
     nvme: str = "nvme"
+    zpool: str = "zpool"  # issue 15: ZFS pool membership (collectors/holders.py); absent = no ZFS
 
 
 class Paths(_Strict):

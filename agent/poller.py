@@ -61,6 +61,7 @@ from collectors import (
     diskstats,
     drivedb,
     evidence,
+    holders,
     passthrough,
     shannon,
     smartctl,
@@ -98,6 +99,7 @@ STANDBY_MAX_SKIPS = 12
 SCAN_PROBE = "smartctl --scan-open"
 VERSION_PROBE = "smartctl --version"
 SHANNON_LIST_PROBE = "shannon-status -a"
+HOLDERS_PROBE = "zpool status -P"  # issue 15: what each drive holds (host-wide, zpool can hang)
 
 # smartctl's message when the device node is gone (ENODEV/ENOENT on open).
 _VANISHED = ("No such device", "No such file or directory")
@@ -202,6 +204,10 @@ class Poller:
             dev_root=config.paths.dev,
         )
         self.diskstats = diskstats.DiskstatsReader(procfs_root=config.paths.procfs)
+        # Issue 15: what each drive holds, read with discovery; drive label -> Holding tuple.
+        self.holders = holders.HoldingsReader(config.paths.sysfs, config.paths.procfs, config.paths.dev,
+                                              zpool=tools.zpool, runner=watched, timeout=timeout)
+        self._holds: Dict[str, tuple] = {}
         self._virtual_included = tuple(
             prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
             if wanted
@@ -569,10 +575,18 @@ class Poller:
                     seen.add(t.key)
                     unique.append(t)
             targets = unique
+        # Issue 15: what each drive holds; a hung or failing zpool is an error here, never a crash.
+        holds_read = self._probe(HOLDERS_PROBE, self.holders.read)
+        if holds_read is None:
+            errors.append("zpool status -P: skipped, an earlier call is stuck")
+        else:
+            errors.extend(holds_read[1])
         for e in errors:
             log.warning("discovery: %s", e)
         with self._lock:
             self._block = block
+            if holds_read is not None:
+                self._holds = holds_read[0]  # issue 15
             if scanned or targets:
                 self._smart_targets = targets
                 known = {t.key for t in targets}
@@ -994,6 +1008,7 @@ class Poller:
                     write_cache=self._cache.get(label, ()),
                     write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model),
                     power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model)[0],
+                    holds=self._holds.get(label, ()),  # issue 15: collectors/holders.py
                     io=io,
                     projections=tuple(projections),
                     rated_endurance_bytes=_rated_bytes(rated, reading),

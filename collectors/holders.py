@@ -370,6 +370,19 @@ def _walk(node: str, partition: str, stack: Tuple[str, ...], tree: BlockTree,
               by_device, pools_on, zfs_mounts, found, seen | {upper})
 
 
+def holds_text(holds: Iterable[object]) -> str:
+    """What a drive holds in one line, from Holding objects or their dict form (the JSON API):
+    ``/var/lib/postgresql (md0, ext4); /boot (ext2)``."""
+    parts = []
+    for h in holds:
+        if isinstance(h, Mapping):
+            h = Holding(str(h.get("mountpoint") or ""), str(h.get("fstype") or ""), str(h.get("partition") or ""),
+                        tuple(str(x) for x in h.get("stack") or ()))
+        if isinstance(h, Holding):
+            parts.append(h.describe())
+    return "; ".join(parts)
+
+
 def summary(device: str, holds: Iterable[Holding]) -> str:
     """``sdb: /var/lib/postgresql (md0, ext4)``; several holdings joined by ``; ``."""
     parts = [h.describe() for h in holds]
