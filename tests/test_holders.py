@@ -542,3 +542,67 @@ def test_holding_describe():
     assert Holding("/boot", "ext2", "sda3").describe() == "/boot (ext2)"
     assert Holding("", "", "sdb1", ("md0", "lvm:vg/lv")).describe() == "md0 > lvm:vg/lv (not mounted)"
     assert summary("sdb", ()) == "sdb: nothing mounted or assembled"
+
+
+# ------------------------------------------------------------- exposition, status and page
+
+
+def _snapshot_holding_sdi(tmp_path):
+    from collectors.model import Drive, DriveReading, Snapshot
+
+    held, _ = reader(postgres_host(tmp_path)).read()
+    drives = tuple(
+        Drive(reading=DriveReading(kind="ata", device=f"/dev/{name}", block_device=name, serial=f"S-{name}"),
+              holds=held.get(name, ()))
+        for name in ("sdi", "sdk", "sdx")  # sdx holds nothing
+    )
+    return Snapshot(drives=drives, created=1.0)
+
+
+def test_holds_info_family_and_promtool(tmp_path):
+    import subprocess
+
+    from agent.metrics import make_registry, render
+    from tests.fakehost import promtool
+
+    snap = _snapshot_holding_sdi(tmp_path)
+    registry = make_registry(lambda: snap)
+    labels = {"device": "sdi", "serial": "S-sdi", "mountpoint": "/var/lib/postgresql", "fstype": "ext4", "stack": "sdi1>md0"}
+    assert registry.get_sample_value("ssd_drive_holds_info", labels) == 1.0
+    labels = {"device": "sdi", "serial": "S-sdi", "mountpoint": "/srv/pg archive", "fstype": "xfs",
+              "stack": "sdi2>md127>lvm:vg0/pg"}
+    assert registry.get_sample_value("ssd_drive_holds_info", labels) == 1.0
+    assert registry.get_sample_value("ssd_drive_holds_info", {
+        "device": "sdk", "serial": "S-sdk", "mountpoint": "/var/lib/postgresql/16/main/pg_wal", "fstype": "ext4",
+        "stack": "sdk1>crypt:pgcrypt>lvm:vgdata/wal"}) == 1.0
+    text = render(registry)
+    assert text.count(b"ssd_drive_holds_info{") == 3 and b'device="sdx",fstype' not in text
+    tool = promtool()
+    if tool is None:
+        pytest.fail("promtool is not installed")
+    check = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    assert check.returncode == 0 and b"holds" not in check.stdout + check.stderr, check.stdout + check.stderr
+
+
+def test_holds_in_status_and_on_the_page(tmp_path):
+    import dataclasses
+
+    from agent.page import render_page
+    from agent.status import format_drive, format_holds
+    from agent.views import snapshot_views
+
+    snap = _snapshot_holding_sdi(tmp_path)
+    views = [dataclasses.asdict(v) for v in snapshot_views(snap, 2.0)]
+    text = format_holds(views)
+    assert text.splitlines() == [
+        "what the drives hold:",
+        "  sdi  holds: /srv/pg archive (md127, lvm:vg0/pg, xfs); /var/lib/postgresql (md0, ext4)",
+        "  sdk  holds: /var/lib/postgresql/16/main/pg_wal (crypt:pgcrypt, lvm:vgdata/wal, ext4)",
+    ]
+    assert all(len(line) <= 60 for line in format_holds(views, width=60).splitlines())
+    assert format_holds([v for v in views if v["device"] == "sdx"]) == ""
+    detail = format_drive(next(v for v in views if v["device"] == "sdk"), now=2.0)
+    assert "holds        /var/lib/postgresql/16/main/pg_wal (crypt:pgcrypt, lvm:vgdata/wal, ext4)" in detail
+    page = render_page(snap, 2.0)
+    assert '<div class="holds">holds: /var/lib/postgresql/16/main/pg_wal (crypt:pgcrypt, lvm:vgdata/wal, ext4)</div>' in page
+    assert page.count('<div class="holds">') == 2
