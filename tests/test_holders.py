@@ -606,3 +606,71 @@ def test_holds_in_status_and_on_the_page(tmp_path):
     page = render_page(snap, 2.0)
     assert '<div class="holds">holds: /var/lib/postgresql/16/main/pg_wal (crypt:pgcrypt, lvm:vgdata/wal, ext4)</div>' in page
     assert page.count('<div class="holds">') == 2
+
+
+# ------------------------------------------------------------------------ property tests
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SEEDS = {
+    "mounts": (parse_mounts, ["node_exporter__proc_1_mounts.txt"]),
+    "mdstat": (parse_mdstat, ["node_exporter__proc_mdstat.txt", "node_exporter__proc_mdstat_invalid.txt"]),
+    "zpool": (parse_zpool_status, ["omvzfs__zpool_status_P_complexpool_createdupfront.txt",
+                                   "omvzfs__zpool_status_P_simplepool_mixed_bydev.txt"]),
+}
+
+
+@st.composite
+def _mangled(draw, seeds):
+    """A capture with lines deleted, duplicated, cut short or with characters replaced."""
+    lines = draw(st.sampled_from(seeds)).splitlines(True)
+    for _ in range(draw(st.integers(0, 6))):
+        if not lines:
+            break
+        i = draw(st.integers(0, len(lines) - 1))
+        op = draw(st.sampled_from(["delete", "duplicate", "truncate", "replace"]))
+        if op == "delete":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "truncate":
+            lines[i] = lines[i][:draw(st.integers(0, len(lines[i])))]
+        else:
+            j = draw(st.integers(0, max(0, len(lines[i]) - 1)))
+            lines[i] = lines[i][:j] + draw(st.text(max_size=5)) + lines[i][j + 1:]
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("name", sorted(_SEEDS))
+def test_parsers_on_mangled_captures_and_arbitrary_text(name):
+    parse, files = _SEEDS[name]
+    seeds = [fixture_path(FX + f).read_text() for f in files]
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(text=_mangled(seeds) | st.text(max_size=400))
+    def run(text: str) -> None:
+        try:
+            parse(text)
+        except ParseError:
+            pass
+
+    run()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(edges=st.lists(st.tuples(st.sampled_from(["sdb", "sdb1", "dm-0", "dm-1", "md0", "md1"]),
+                                st.sampled_from(["sdb", "sdb1", "dm-0", "dm-1", "md0", "md1"])), max_size=12),
+       mounted=st.lists(st.sampled_from(["sdb", "sdb1", "dm-0", "dm-1", "md0", "md1"]), max_size=4))
+def test_build_holdings_on_arbitrary_graphs(edges, mounted):
+    """Any links, loops included: every drive's holdings are bounded and every stack ends."""
+    tree = BlockTree(disks={"sdb", "dm-0", "dm-1", "md0", "md1"}, partitions={"sdb1": "sdb"},
+                     dm={"dm-0": ("vg-lv", "LVM-x"), "dm-1": ("c", "CRYPT-LUKS2-x")})
+    for lower, upper in edges:
+        tree.link(lower, upper)
+    mounts = [Mount(f"/dev/{dev}", f"/m{i}", "ext4") for i, dev in enumerate(mounted)]
+    held = build_holdings(tree, mounts)
+    assert set(held) <= {"sdb"}
+    for h in held.get("sdb", ()):
+        assert len(h.stack) <= 5 and len(set(h.stack)) == len(h.stack)
+    assert len(held.get("sdb", ())) <= holders.MAX_HOLDINGS_PER_DRIVE
