@@ -205,8 +205,10 @@ class Poller:
         )
         self.diskstats = diskstats.DiskstatsReader(procfs_root=config.paths.procfs)
         # Issue 15: what each drive holds, read with discovery; drive label -> Holding tuple.
-        self.holders = holders.HoldingsReader(config.paths.sysfs, config.paths.procfs, config.paths.dev,
-                                              zpool=tools.zpool, runner=watched, timeout=timeout)
+        # `zpool status` needs no device privilege: it runs here, never through the probe helper.
+        self.holders = holders.HoldingsReader(
+            config.paths.sysfs, config.paths.procfs, config.paths.dev, zpool=tools.zpool, timeout=timeout,
+            runner=functools.partial(run_tool, grace=config.tool_kill_grace_seconds, max_output=config.tool_max_output_bytes))
         self._holds: Dict[str, tuple] = {}
         self._virtual_included = tuple(
             prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
@@ -581,6 +583,8 @@ class Poller:
             errors.append("zpool status -P: skipped, an earlier call is stuck")
         else:
             errors.extend(holds_read[1])
+        if self.holders.stuck is not None:
+            self._mark_stuck(HOLDERS_PROBE, self.holders.stuck)  # later discoveries skip zpool until it exits
         for e in errors:
             log.warning("discovery: %s", e)
         with self._lock:

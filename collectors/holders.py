@@ -456,6 +456,7 @@ class HoldingsReader:
         self.zpool = zpool
         self.runner = runner
         self.timeout = timeout
+        self.stuck: Optional[ToolResult] = None  # the last zpool run when it outlived SIGKILL
 
     def read(self) -> Tuple[Dict[str, Tuple[Holding, ...]], List[str]]:
         errors: List[str] = []
@@ -484,6 +485,7 @@ class HoldingsReader:
         """The pools' leaf devices, and an error text when zpool ran and failed. A zpool that
         is not installed, or whose kernel module is not loaded, means no ZFS: no error."""
         result = self.runner([self.zpool, "status", "-P"], timeout=self.timeout)
+        self.stuck = result if result.stuck else None
         if result.error is not None:
             return [], None  # not installed / not executable: this host has no ZFS
         if not result.ok_to_parse:

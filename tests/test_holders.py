@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -674,3 +675,34 @@ def test_build_holdings_on_arbitrary_graphs(edges, mounted):
     for h in held.get("sdb", ()):
         assert len(h.stack) <= 5 and len(set(h.stack)) == len(h.stack)
     assert len(held.get("sdb", ())) <= holders.MAX_HOLDINGS_PER_DRIVE
+
+
+# ------------------------------------------------------------------------------ the poller
+
+
+def test_poller_hung_zpool_is_a_logged_discovery_error_not_a_crash(tmp_path, caplog):
+    from agent.poller import Poller
+    from tests.fakehost import build_default_host
+
+    host = build_default_host(tmp_path / "db1")
+    sda1 = host.sys / "block" / "sda" / "sda1"
+    (sda1 / "holders").mkdir(parents=True)
+    (sda1 / "partition").write_text("1\n")
+    md(host.sys, "md0", ["sda1"])
+    (host.proc / "mounts").write_text("/dev/md0 /var/lib/postgresql ext4 rw,relatime 0 0\n")
+    zpool = fake_zpool(host, fixture_path(FX + "omvzfs__zpool_status_P_simplepool_sata_byid.txt"), sleep=30)
+    tools = {"smartctl": str(host.bin / "smartctl"), "shannon_status": str(host.bin / "shannon-status"),
+             "hdparm": str(host.bin / "hdparm"), "nvme": str(host.bin / "nvme"), "zpool": str(zpool)}
+    poller = Poller(host.config(tools=tools, tool_timeout_seconds=0.5, tool_kill_grace_seconds=0.2))
+    try:
+        started = time.monotonic()
+        snap = poller.poll_once()
+        took = time.monotonic() - started
+    finally:
+        poller.stop()
+    sda = next(d for d in snap.drives if d.device == "sda")
+    assert sda.holds == (Holding("/var/lib/postgresql", "ext4", "sda1", ("md0",)),)
+    discovery = next(c for c in snap.collectors if c.name == "discovery")
+    assert not discovery.success and "zpool status -P: timed out" in (discovery.error or "")
+    assert any("discovery: zpool status -P: timed out" in r.getMessage() for r in caplog.records)
+    assert took < 20, took  # bounded by the tool timeout, not by the 30 s the fake sleeps
