@@ -232,6 +232,14 @@ def drive_families(drives: Iterable[Drive]) -> List:
               "1: the drive has power-loss protection, 0: it has none (configuration or cited model table); absent when unknown.",
               ids, _bool(d.power_loss_protection))
 
+        # What the drive holds (issue 15, collectors/holders.py): one series per mount or pool,
+        # at most holders.MAX_HOLDINGS_PER_DRIVE; alert summaries name the mount from it.
+        for labels in dict.fromkeys((h.mountpoint, h.fstype, ">".join(((h.partition,) if h.partition else ()) + h.stack))
+                                    for h in d.holds):
+            gauge("ssd_drive_holds_info", "What the drive holds: a mount point (empty when not mounted), its filesystem "
+                  "type and the stack from the drive up (partition>md0>crypt:name>lvm:vg/lv>zfs:pool).",
+                  ids + list(labels), 1, ["mountpoint", "fstype", "stack"])
+
         # Endurance and projection.
         gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
         best = d.best_projection

@@ -31,6 +31,7 @@ from agent.views import (
     utc_time,
     worst,
 )
+from collectors.holders import holds_text
 from collectors.model import Snapshot
 
 DAY = 86400.0
@@ -137,7 +138,9 @@ def drive_cell(v: DriveView) -> str:
     return (f'<td class="c-drive"><span class="dev">{esc(v.device)}</span> '
             f'<span class="kind">{esc(v.kind)}</span>'
             f'<div class="model">{model}{cap}</div>'
-            f'<div class="serial" title="serial">{esc(v.serial)}{fw}</div></td>')
+            f'<div class="serial" title="serial">{esc(v.serial)}{fw}</div>'
+            + (f'<div class="holds">holds: {esc(holds_text(v.holds))}</div>' if v.holds else "")  # issue 15
+            + '</td>')
 
 
 def life_cell(v: DriveView) -> str:

@@ -45,6 +45,7 @@ from agent.views import (
     utc_date,
     utc_time,
 )
+from collectors.holders import holds_text
 
 UNKNOWN = "unknown"
 UNKNOWN_EXIT = 3
@@ -403,6 +404,13 @@ def format_reasons(views: List[Any], color: bool = False, width: Optional[int] =
     return ("why flagged:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
+def format_holds(views: List[Any], width: Optional[int] = None) -> str:
+    """Issue 15: one line per drive that holds something: ``  sdb  holds: /var/lib/postgresql (md0, ext4)``."""
+    lines = [folded for v in views if v.get("holds")
+             for folded in _wrap(f"  {_get(v, 'device')}  holds: {holds_text(v['holds'])}", width, 4)]
+    return ("what the drives hold:\n" + "\n".join(lines) + "\n") if lines else ""
+
+
 # -- one drive in detail -------------------------------------------------------------
 
 LABEL_WIDTH = 13
@@ -467,6 +475,8 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
         folded = _wrap(f"  {label}   {reason}", width, 13)
         folded[0] = folded[0].replace(label, paint(label, fsev, color), 1)
         out.extend(folded)
+    if v.get("holds"):
+        line("holds", holds_text(v["holds"]))  # issue 15: what lives on the drive
     life = v.get("life_left_ratio")
     source = f"  ({v['life_left_source']})" if v.get("life_left_source") else ""
     line("life left", percent(life) + source, percent(life), _life_style(life))
@@ -712,6 +722,7 @@ def main(args, make_config) -> int:
                 else:
                     sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
                     sys.stdout.write(format_reasons(drives, color=color, width=width))
+                    sys.stdout.write(format_holds(drives, width=width))
                 sys.stdout.write(_footer(data, drives, severity, color, width))
             sys.stdout.flush()
         except BrokenPipeError:

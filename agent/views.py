@@ -88,6 +88,8 @@ class DriveView:
     # cannot tell), and whether the drive has power-loss protection (None: unknown).
     write_cache_flush_ignored: Optional[bool] = None
     power_loss_protection: Optional[bool] = None
+    # Issue 15 (collectors/holders.py): what the drive holds, as Holding dicts.
+    holds: List[Dict[str, Any]] = field(default_factory=list)
 
 
 def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, str]]:
@@ -169,6 +171,7 @@ def drive_view(d: Drive, now: float) -> DriveView:
     )
     view.write_cache_flush_ignored = durability.flush_ignored(d.write_cache)
     view.power_loss_protection = d.power_loss_protection
+    view.holds = [dataclasses.asdict(h) for h in d.holds]
     view.flags = flags_for(view, d, now)
     view.severity = health.worst_severity(f.severity for f in view.flags)
     return view

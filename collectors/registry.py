@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from collectors import diskstats_source, shannon_source, smartctl_source, syncwrite_source, write_cache_source
+from collectors import diskstats_source, holders, shannon_source, smartctl_source, syncwrite_source, write_cache_source
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (
@@ -15,6 +15,7 @@ SOURCES: Tuple[SourceSpec, ...] = (
     smartctl_source.SPEC,
     write_cache_source.SPEC,
     diskstats_source.SPEC,
+    holders.SPEC,
     syncwrite_source.SPEC,
 )
 

@@ -77,7 +77,10 @@ def test_the_helper_runs_only_the_tools_of_sources_with_helper_rules(tmp_path):
     assert set(TOOL_NAMES) == wanted
     validator = Validator(Config())
     with pytest.raises(Refused, match="unknown tool"):
-        validator.check(["zpool", "status"])
+        validator.check(["rm", "-rf", "/"])
+    assert validator.check(["zpool", "status", "-P"]).argv == ("zpool", "status", "-P")
+    with pytest.raises(Refused):
+        validator.check(["zpool", "destroy", "tank"])
     # A tool a source runs, asked with arguments no source builds, is refused with its name.
     with pytest.raises(Refused):
         validator.check(["smartctl", "--xall", "/dev/sda"])
