@@ -526,7 +526,7 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
     if v.get("media_errors") is not None:
         bad.append(f"{v['media_errors']} media errors")
     line("bad blocks", ", ".join(bad) or "-")
-    # Where each figure came from, or why the agent gives none (collectors/smartctl_ata.py).
+    # Where each figure came from, or why the agent gives none (collectors/smartctl/ata.py).
     for index, row in enumerate(v.get("evidence") or []):
         text = (f"{row['label']} from {row['source']}" if row.get("state") == "given"
                 else f"{row['label']} WITHHELD: {row.get('reason', '')}")
