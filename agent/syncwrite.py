@@ -1,7 +1,7 @@
 """The sync-write probe's results, exposed from the snapshot.
 
 The probe itself (bounded bursts of 8 kB write + fdatasync) is collectors/syncwrite.py, run as
-a source (collectors/syncwrite_source.py) on its own interval (``syncwrite.interval_seconds``);
+a source (``SPEC`` in the same module) on its own interval (``syncwrite.interval_seconds``);
 the latest result per directory is in the snapshot. :func:`families` builds the metric families from those
 results and does no I/O.
 """

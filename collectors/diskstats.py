@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import logging
 import os
 import re
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from collectors.model import IoStats, ParseError
+from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec
 
 # The block layer's unit, independent of the device's logical block size (see the module doc).
 DISKSTATS_SECTOR_BYTES = 512
@@ -386,53 +388,77 @@ _DEFAULT_PROCFS = "/proc"
 class DiskstatsReader:
     """Reads ``<procfs_root>/diskstats`` and parses it.
 
-    ``use_psutil`` reads through ``psutil.disk_io_counters(perdisk=True, nowrap=False)``
-    instead; psutil can only read the real /proc, so it is used only when ``procfs_root`` is the
-    default. psutil itself reads /proc/diskstats and reports fewer fields: it has no in-flight
-    count, weighted time, discards or flushes. The discard and flush fields are left absent;
-    ``in_flight`` is set to 0, which is not a measurement, and ``weighted_io_time_seconds`` is
-    left absent. Prefer the file.
-
     OSError from reading propagates, and so does ParseError for a file with no usable line:
-    the poller records the collector as failed. Lines skipped in a file that was otherwise
-    read are in the result's ``errors``.
+    the source records the run as failed. Lines skipped in a file that was otherwise read are
+    in the result's ``errors``.
     """
 
-    def __init__(self, procfs_root: str = _DEFAULT_PROCFS, use_psutil: bool = False) -> None:
+    def __init__(self, procfs_root: str = _DEFAULT_PROCFS) -> None:
         self.procfs_root = procfs_root
-        self.use_psutil = use_psutil
 
     @property
     def path(self) -> str:
         return os.path.join(self.procfs_root, "diskstats")
 
     def read(self) -> DiskstatsReading:
-        """The current counters; bad lines are in the result's ``errors`` (none via psutil)."""
-        if self.use_psutil and os.path.normpath(self.procfs_root) == _DEFAULT_PROCFS:
-            return self._read_psutil()
+        """The current counters; bad lines are in the result's ``errors``."""
         with open(self.path, encoding="ascii", errors="replace") as handle:
             return parse_diskstats(handle.read())
 
-    @staticmethod
-    def _read_psutil() -> DiskstatsReading:
-        import psutil  # optional dependency, imported only on this path
 
-        # nowrap=False: psutil would otherwise keep process-wide state to hide counter wraps,
-        # and the two paths would disagree.
-        counters = psutil.disk_io_counters(perdisk=True, nowrap=False) or {}
-        out: Dict[str, IoStats] = {}
-        for name, c in counters.items():
-            out[name] = IoStats(
-                reads_completed=c.read_count,
-                reads_merged=c.read_merged_count,
-                read_bytes=c.read_bytes,  # psutil already multiplied sectors by 512
-                read_time_seconds=c.read_time / _MS_PER_SECOND,
-                writes_completed=c.write_count,
-                writes_merged=c.write_merged_count,
-                written_bytes=c.write_bytes,
-                write_time_seconds=c.write_time / _MS_PER_SECOND,
-                in_flight=0,  # not reported by psutil (see the class doc)
-                io_time_seconds=c.busy_time / _MS_PER_SECOND,
-                weighted_io_time_seconds=None,  # not reported by psutil
-            )
-        return DiskstatsReading(out)
+# ------------------------------------------------------------------ the source
+
+log = logging.getLogger("ssdfleet.diskstats")
+
+
+class DiskstatsSource(Source):
+    def __init__(self, ctx: SourceContext) -> None:
+        super().__init__(ctx)
+        self.reader = DiskstatsReader(procfs_root=ctx.config.paths.procfs)
+        self._io: Dict[str, IoStats] = {}
+        self._time = 0.0
+        self._bad_lines: Set[Tuple[str, str]] = set()  # (device, reason) already counted
+
+    def run(self, budget: Optional[float] = None) -> RunResult:
+        config = self.ctx.config
+        errors: List[str] = []
+        unread: List[str] = []
+        try:
+            stats = self.reader.read()
+            disks = whole_disks(stats, sysfs_root=config.paths.sysfs,
+                                          include_dm=config.include_device_mapper,
+                                          include_loop=config.include_loop)
+        except (OSError, ParseError) as exc:
+            errors.append(f"diskstats: {exc}")
+            disks = None
+        if disks is not None:
+            # A line the parser could not read costs only that device its counters. Each bad
+            # line is counted once; while it stays, the source is not a success.
+            for bad in stats.errors:
+                key = (bad.device, bad.reason)
+                if key in self._bad_lines:
+                    unread.append(f"diskstats: {bad}")
+                else:
+                    self._bad_lines.add(key)
+                    errors.append(f"diskstats: skipped {bad}")
+            self._io = fold_by_drive(disks)
+            self._time = self.ctx.clock()
+        for e in errors:
+            log.warning("%s", e)
+        return RunResult(tuple(errors), tuple(unread))
+
+    def report(self) -> Report:
+        when = self._time
+        if not when:
+            return Report()
+        return Report(per_drive={name: (io, when) for name, io in self._io.items()})
+
+
+SPEC = SourceSpec(
+    name="diskstats",
+    help="iostat-style counters per drive from /proc/diskstats",
+    interval=15.0,
+    build=DiskstatsSource,
+    annotates="io",
+    priority=90,
+)

@@ -206,7 +206,7 @@ class IoStats:
     writes_merged: int
     written_bytes: int
     write_time_seconds: float
-    in_flight: Optional[int]  # None where the source does not say (psutil)
+    in_flight: Optional[int]  # None where the source does not say
     io_time_seconds: float  # busy time
     weighted_io_time_seconds: Optional[float]
     discards_completed: Optional[int] = None

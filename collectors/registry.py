@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from collectors import diskstats_source, holders, shannon_source, syncwrite_source, write_cache_source
+from collectors import diskstats, holders, shannon_source, syncwrite, write_cache
 from collectors.smartctl import source as smartctl_source
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (
     shannon_source.SPEC,
     smartctl_source.SPEC,
-    write_cache_source.SPEC,
-    diskstats_source.SPEC,
+    write_cache.SPEC,
+    diskstats.SPEC,
     holders.SPEC,
-    syncwrite_source.SPEC,
+    syncwrite.SPEC,
 )
 
 BY_NAME: Dict[str, SourceSpec] = {spec.name: spec for spec in SOURCES}

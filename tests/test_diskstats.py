@@ -6,7 +6,6 @@ times in milliseconds as "N / 1000" so each number can be checked against the ra
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
@@ -618,12 +617,6 @@ def test_reader_reads_procfs_root(tmp_path):
     assert reader.read() == parse_diskstats(text(PROCFS))
 
 
-def test_reader_ignores_psutil_for_a_non_default_root(tmp_path):
-    # psutil can only read the real /proc; a configured root must still be honoured.
-    reader = DiskstatsReader(procfs_root=_procfs(tmp_path, JC), use_psutil=True)
-    assert reader.read()["sda"].reads_completed == 14200
-
-
 def test_reader_missing_file_raises(tmp_path):
     with pytest.raises(FileNotFoundError):
         DiskstatsReader(procfs_root=str(tmp_path)).read()
@@ -648,19 +641,3 @@ def test_reader_reports_bad_lines_and_keeps_the_rest(tmp_path):
     assert [(e.lineno, e.device) for e in got.errors] == [(2, "sdb")]
     # what the poller does with it: whole_disks and the fold take the reading as a mapping
     assert list(fold_by_drive(whole_disks(got))) == ["sda"]
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/diskstats"), reason="needs a Linux /proc")
-def test_psutil_path_agrees_with_the_file_on_this_host():
-    pytest.importorskip("psutil")
-    before = DiskstatsReader().read()
-    via_psutil = DiskstatsReader(use_psutil=True).read()
-    after = DiskstatsReader().read()
-    busy = [name for name, s in before.items() if s.reads_completed > 0 and name in via_psutil]
-    if not busy:
-        pytest.skip("no block device with reads on this host")
-    for name in busy:
-        for field in ("reads_completed", "read_bytes", "writes_completed", "written_bytes"):
-            low, mid, high = (getattr(x[name], field) for x in (before, via_psutil, after))
-            assert low <= mid <= high, (name, field)
-        assert via_psutil[name].discards_completed is None  # psutil does not report them

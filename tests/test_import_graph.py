@@ -42,3 +42,16 @@ def test_no_cycle_between_packages():
         return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in edges[start])
 
     assert not [p for p in PACKAGES if reaches(p, p, {p})]
+
+
+def test_no_function_in_the_smartctl_normaliser_is_over_80_lines():
+    """The SMART read is split per protocol and per step (issue 14); a function that grows past
+    80 lines is a sign the split is being undone."""
+    long = []
+    for path in sorted((ROOT / "collectors" / "smartctl").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 80:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, "\n".join(long)

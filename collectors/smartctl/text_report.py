@@ -756,54 +756,7 @@ class _TextParser:
             self.device_info = {"info_name": m2.group("info"), "type": m2.group("to") or m2.group("of")}
             return i + 1
 
-        m2 = re.match(r"^SMART Attributes Data Structure revision number:\s*(\d+)", t)
-        if m2:
-            self.attributes_revision = int(m2.group(1))
-            return i + 1
-
-        m2 = re.match(r"^SMART overall-health self-assessment test result:\s*(\S+)", t)
-        if m2:
-            verdict = m2.group(1)
-            if verdict.startswith("PASSED"):
-                self.doc["smart_status"] = {"passed": True}
-            elif verdict.startswith("FAILED"):
-                self.doc["smart_status"] = {"passed": False}
-            self.has_drive_data = True
-            return i + 1
-        m2 = re.match(r"^SMART Sense:\s*(.*)$", t)  # smartctl 5.0/5.1 SCSI health
-        if m2:
-            self.doc["smart_status"] = {"passed": m2.group(1).strip().lower().startswith("ok")}
-            self.has_drive_data = True
-            return i + 1
-
-        m2 = _SCT_LINE.match(s)
-        if m2 and self.protocol == "ATA":
-            self._sct(m2.group("key"), m2.group("value"))
-            return i + 1
-
-        m2 = re.match(r"^Accumulated power on time, hours:minutes (\d+):(\d+)", s)
-        if m2:  # SCSI background scan log: the SCSI drive's only power-on clock
-            self.doc["power_on_time"] = {"hours": int(m2.group(1)), "minutes": int(m2.group(2))}
-            return i + 1
-
-        m2 = re.match(r"^Manufactured in week (\d+) of year (\d+)", s)
-        if m2:
-            counter = self.doc.setdefault("scsi_start_stop_cycle_counter", {})
-            counter["year_of_manufacture"] = m2.group(2)
-            counter["week_of_manufacture"] = m2.group(1)
-            return i + 1
-
-        m2 = re.match(r"^([A-Za-z ]+?)\s+=\s+(-?\d+)\s*$", s)
-        if m2 and m2.group(1) in _SCSI_ENV:
-            self.doc.setdefault("temperature", {})[_SCSI_ENV[m2.group(1)]] = int(m2.group(2))
-            self.has_drive_data = True
-            return i + 1
-
-        m2 = re.match(r"^ATA Error Count:\s*(\d+)", t)
-        if m2:
-            self.doc.setdefault("ata_smart_error_log", {}).setdefault("summary", {})["count"] = int(
-                m2.group(1)
-            )
+        if self._one_line(t, s):
             return i + 1
 
         if line.text.startswith(" "):
@@ -813,6 +766,60 @@ class _TextParser:
         if m2:
             self._key_value(line, m2.group("key"), m2.group("value"))
         return i + 1
+
+    def _one_line(self, t: str, s: str) -> bool:
+        """The facts a single line carries (health verdict, SCT, SCSI clocks and environment,
+        the ATA error count); True when the line was one of them."""
+        m2 = re.match(r"^SMART Attributes Data Structure revision number:\s*(\d+)", t)
+        if m2:
+            self.attributes_revision = int(m2.group(1))
+            return True
+
+        m2 = re.match(r"^SMART overall-health self-assessment test result:\s*(\S+)", t)
+        if m2:
+            verdict = m2.group(1)
+            if verdict.startswith("PASSED"):
+                self.doc["smart_status"] = {"passed": True}
+            elif verdict.startswith("FAILED"):
+                self.doc["smart_status"] = {"passed": False}
+            self.has_drive_data = True
+            return True
+        m2 = re.match(r"^SMART Sense:\s*(.*)$", t)  # smartctl 5.0/5.1 SCSI health
+        if m2:
+            self.doc["smart_status"] = {"passed": m2.group(1).strip().lower().startswith("ok")}
+            self.has_drive_data = True
+            return True
+
+        m2 = _SCT_LINE.match(s)
+        if m2 and self.protocol == "ATA":
+            self._sct(m2.group("key"), m2.group("value"))
+            return True
+
+        m2 = re.match(r"^Accumulated power on time, hours:minutes (\d+):(\d+)", s)
+        if m2:  # SCSI background scan log: the SCSI drive's only power-on clock
+            self.doc["power_on_time"] = {"hours": int(m2.group(1)), "minutes": int(m2.group(2))}
+            return True
+
+        m2 = re.match(r"^Manufactured in week (\d+) of year (\d+)", s)
+        if m2:
+            counter = self.doc.setdefault("scsi_start_stop_cycle_counter", {})
+            counter["year_of_manufacture"] = m2.group(2)
+            counter["week_of_manufacture"] = m2.group(1)
+            return True
+
+        m2 = re.match(r"^([A-Za-z ]+?)\s+=\s+(-?\d+)\s*$", s)
+        if m2 and m2.group(1) in _SCSI_ENV:
+            self.doc.setdefault("temperature", {})[_SCSI_ENV[m2.group(1)]] = int(m2.group(2))
+            self.has_drive_data = True
+            return True
+
+        m2 = re.match(r"^ATA Error Count:\s*(\d+)", t)
+        if m2:
+            self.doc.setdefault("ata_smart_error_log", {}).setdefault("summary", {})["count"] = int(
+                m2.group(1)
+            )
+            return True
+        return False
 
     # -- banner
 
