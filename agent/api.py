@@ -33,6 +33,8 @@ from pydantic import BaseModel
 
 from agent import __version__
 from agent.metrics import Exposition
+from agent.syncwrite import SyncWriteView
+from agent.syncwrite import views as syncwrite_views
 from agent.views import DriveView, ViewState, snapshot_views, worst
 from collectors.model import Snapshot
 
@@ -54,6 +56,7 @@ class DrivesOut(BaseModel):
     drives: List[DriveView]
     collectors: List[CollectorOut]
     problems: List[str]
+    syncwrite: List[SyncWriteView] = []  # the sync-write probe's latest burst per directory
 
 
 VIEW_THREADS = 2
@@ -143,6 +146,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
             drives=views,
             collectors=[CollectorOut(**dataclasses.asdict(c)) for c in snap.collectors],
             problems=list(snap.problems),
+            syncwrite=syncwrite_views(snap.syncwrite, snap.drives),
         ).model_dump_json().encode()
 
     shared_drives = _SharedView(drives_json, views_pool, clock)

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from agent import health
+from agent import health, syncwrite
 from agent.config import DEFAULT_PORT
 from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.views import (
@@ -404,6 +404,16 @@ def format_reasons(views: List[Any], color: bool = False, width: Optional[int] =
     return ("why flagged:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
+def format_syncwrite(items: List[Dict[str, Any]], width: Optional[int] = None) -> str:
+    """The sync-write probe's latest burst per directory (issue 15), under a heading; "" when
+    the probe is off."""
+    if not items:
+        return ""
+    lines = ["sync-write probe (8 kB write + sync, latest burst):"]
+    lines += [folded for text in syncwrite.status_lines(items) for folded in _wrap(f"  {text}", width, 4)]
+    return "\n".join(lines) + "\n"
+
+
 def format_holds(views: List[Any], width: Optional[int] = None) -> str:
     """Issue 15: one line per drive that holds something: ``  sdb  holds: /var/lib/postgresql (md0, ext4)``."""
     lines = [folded for v in views if v.get("holds")
@@ -632,6 +642,7 @@ def local_poll(config) -> Dict[str, Any]:
         "drives": [dataclasses.asdict(v) for v in views],
         "collectors": [dataclasses.asdict(c) for c in snap.collectors],
         "problems": list(snap.problems),
+        "syncwrite": [v.model_dump() for v in syncwrite.views(snap.syncwrite, snap.drives)],
     }
 
 
@@ -723,6 +734,7 @@ def main(args, make_config) -> int:
                     sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
                     sys.stdout.write(format_reasons(drives, color=color, width=width))
                     sys.stdout.write(format_holds(drives, width=width))
+                    sys.stdout.write(format_syncwrite(data.get("syncwrite") or [], width=width))
                 sys.stdout.write(_footer(data, drives, severity, color, width))
             sys.stdout.flush()
         except BrokenPipeError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+from pydantic import BaseModel
 
 from collectors.diskstats import drive_device_for
 from collectors.syncwrite import SyncWriteResult, summarise
@@ -32,6 +33,55 @@ def drive_labels(block_device: Optional[str], drives: Iterable) -> Tuple[str, st
         if name in by_device:
             return name, by_device[name]
     return "", ""
+
+
+class SyncWriteView(BaseModel):
+    """One directory's latest burst, as /api/v1/drives and ``ssdfleet status`` show it."""
+
+    directory: str
+    device: str  # the drive under the directory, as its series label it ("" when unknown)
+    serial: str
+    method: str  # fdatasync or O_DSYNC
+    started: float
+    ops: int
+    ops_per_second: Optional[float] = None
+    latency_median_seconds: Optional[float] = None
+    latency_p99_seconds: Optional[float] = None
+    latency_max_seconds: Optional[float] = None
+    skipped: Optional[str] = None
+    detail: Optional[str] = None
+
+
+def views(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List[SyncWriteView]:
+    drives = list(drives)
+    out = []
+    for r in results:
+        device, serial = drive_labels(r.device, drives)
+        q = summarise(r, (0.5, 0.99, 1.0))
+        out.append(SyncWriteView(
+            directory=r.directory, device=device, serial=serial, method=r.method, started=r.started,
+            ops=r.ops, ops_per_second=r.ops_per_second, latency_median_seconds=q.get(0.5),
+            latency_p99_seconds=q.get(0.99), latency_max_seconds=q.get(1.0), skipped=r.skipped,
+            detail=r.detail))
+    return out
+
+
+def status_lines(items: Iterable[Dict]) -> List[str]:
+    """``ssdfleet status``'s lines for the probe, from the API's ``syncwrite`` list:
+    ``/var/lib/postgresql/pg_wal on sdb: 1,204 fdatasync/s, median 0.79 ms, p99 1.9 ms``."""
+    lines = []
+    for v in items:
+        where = f"{v['directory']} on {v['device']}" if v.get("device") else v["directory"]
+        if v.get("skipped"):
+            lines.append(f"{where}: skipped ({v['skipped']}: {v.get('detail') or ''})")
+            continue
+        rate = v.get("ops_per_second")
+        parts = [f"{rate:,.0f} {v['method']}/s" if rate is not None else f"{v['ops']} {v['method']} writes"]
+        for key, name in (("latency_median_seconds", "median"), ("latency_p99_seconds", "p99")):
+            if v.get(key) is not None:
+                parts.append(f"{name} {v[key] * 1000:.2g} ms")
+        lines.append(f"{where}: " + ", ".join(parts))
+    return lines
 
 
 def families(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List:

@@ -436,3 +436,33 @@ def test_the_status_page_shows_the_probe_only_when_it_is_on(tmp_path):
     assert "Sync-write probe" not in pages[False]
     assert "Sync-write probe" in pages[True] and str(wal) in pages[True]
     assert f"sda ({SDA_SERIAL})" in pages[True]
+
+
+def test_the_api_and_status_show_the_latest_burst(tmp_path):
+    """Issue 15: the probe's figures on /api/v1/drives and in ``ssdfleet status``, measured for
+    real in a directory of this machine."""
+    from fastapi.testclient import TestClient
+
+    from agent.api import create_app
+    from agent.status import format_syncwrite
+
+    host = FakeHost(tmp_path / "host")
+    host.diskstats("   8       0 sda 1 0 8 1 1 0 8 1 0 1 1\n")
+    wal = tmp_path / "pg_wal"
+    wal.mkdir()
+    poller = Poller(host.config(collectors=["diskstats", "syncwrite"], syncwrite={
+        "directories": [str(wal)], "writes": 16, "min_free_bytes": 0, "min_free_ratio": 0.0}))
+    try:
+        poller.poll_once()
+    finally:
+        poller.stop()
+    with TestClient(create_app(poller.snapshot)) as client:
+        data = client.get("/api/v1/drives").json()
+    (item,) = data["syncwrite"]
+    assert item["directory"] == str(wal) and item["method"] == "fdatasync" and item["ops"] == 16
+    assert item["ops_per_second"] > 0
+    assert 0 < item["latency_median_seconds"] <= item["latency_p99_seconds"] <= item["latency_max_seconds"]
+    text = format_syncwrite(data["syncwrite"])
+    assert text.startswith("sync-write probe")
+    assert f"{wal}: " in text and "fdatasync/s" in text and "median" in text and "p99" in text
+    assert format_syncwrite([]) == ""
