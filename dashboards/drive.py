@@ -344,6 +344,49 @@ def build() -> models.Dashboard:
                 min_val=0,
             )
         )
+        .with_panel(
+            timeseries_panel(
+                "Flush latency",
+                SECONDS,
+                [
+                    query(f"ssd:io_flush_await_seconds:mean5m{SEL}", legend="per flush, 5m", ref_id="A"),
+                    query(f"ssd:io_flush_await_seconds:median1d{SEL}", legend="its own normal (1d median)", ref_id="B"),
+                ],
+                description="Time per cache flush the kernel sent (diskstats fields 18-19) against the drive's own "
+                "day median; SSDFlushLatencyHigh fires when the first stays far above the second. No series: the "
+                "kernel sent no flush (write-through queue, or nothing written).",
+                width=8,
+                min_val=0,
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Queue depth (aqu-sz)",
+                COUNT,
+                [query(f"ssd:io_queue_depth:mean5m{SEL}", legend="average requests in flight", ref_id="A")],
+                description="Weighted I/O time per second: the average number of requests queued or in service.",
+                width=8,
+                min_val=0,
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Sync-write latency (probe)",
+                SECONDS,
+                [
+                    query(f'ssd_syncwrite_latency_seconds{{job=~"$job", instance="$instance", serial="$serial", '
+                          f'quantile="0.5"}}', legend="{{path}} median", ref_id="A"),
+                    query(f'ssd_syncwrite_latency_seconds{{job=~"$job", instance="$instance", serial="$serial", '
+                          f'quantile="0.99"}}', legend="{{path}} p99", ref_id="B"),
+                    query(f"ssd:syncwrite_latency_seconds:median1d{SEL}", legend="{{path}} its own normal", ref_id="C"),
+                ],
+                description="The opt-in sync-write probe: one 8 kB write and its sync, per burst, in each "
+                "configured directory on this drive. A jump against its own normal is a cache flip "
+                "(SSDSyncWriteLatencyJump). Empty while the probe is off.",
+                width=8,
+                min_val=0,
+            )
+        )
         .with_row(row("Write cache"))
         .with_panel(
             state_panel(

@@ -333,14 +333,14 @@ def build_card_rack_host(host: FakeHost, cards: Sequence[CardSpec] = CARD_RACK) 
 # Per second, per whole disk: a busy but healthy database host.
 # (reads, sectors read, ms reading, writes, sectors written, ms writing, ms busy)
 DISK_LOAD = {
-    "sda": (150, 1200, 30, 250, 4000, 25, 300),
-    "nvme0n1": (2000, 16000, 200, 1500, 24000, 75, 350),
-    "nvme1n1": (50, 400, 5, 20, 320, 2, 20),
-    "dfa": (800, 6400, 80, 3000, 96000, 150, 450),
+    "sda": (150, 1200, 30, 250, 4000, 25, 300, 20, 10),
+    "nvme0n1": (2000, 16000, 200, 1500, 24000, 75, 350, 100, 30),
+    "nvme1n1": (50, 400, 5, 20, 320, 2, 20, 2, 1),
+    "dfa": (800, 6400, 80, 3000, 96000, 150, 450, 0, 0),
 }
 # diskstats columns after the name: 0 reads, 2 sectors read, 3 ms reading, 4 writes,
-# 6 sectors written, 7 ms writing, 9 ms doing I/O
-_LOAD_COLUMNS = (0, 2, 3, 4, 6, 7, 9)
+# 6 sectors written, 7 ms writing, 9 ms doing I/O, 15 flushes, 16 ms flushing
+_LOAD_COLUMNS = (0, 2, 3, 4, 6, 7, 9, 15, 16)
 
 
 class Workload:
@@ -433,11 +433,13 @@ class LiveHost:
     seeded: Dict[str, SeededDrive]
     workload: Optional[Workload] = None
     agent: Optional[AgentProcess] = None
+    config_file: Optional[Path] = None  # an agent config beyond the flags (the sync-write probe)
 
     def start(self, extra_args: Sequence[str] = FAST_INTERVALS) -> LiveHost:
         if self.workload is not None:
             self.workload.start()
-        self.agent = AgentProcess(self.host, list(extra_args))
+        config = ["--config", str(self.config_file)] if self.config_file else []
+        self.agent = AgentProcess(self.host, config + list(extra_args))
         return self
 
     def wait_ready(self, timeout: float = 30.0) -> None:
@@ -454,6 +456,25 @@ class LiveHost:
             self.agent.stop()
         if self.workload is not None:
             self.workload.stop()
+
+
+def with_syncwrite_probe(live: LiveHost, drive: str = "sda") -> LiveHost:
+    """Turn the sync-write probe on in a directory of the host's tree (on this machine's real
+    disk) and let the fake sysfs say ``drive`` holds it, so the probe's series carry that
+    drive's device and serial as on a real host."""
+    wal = live.host.root / "pg_wal"
+    wal.mkdir(exist_ok=True)
+    dev = os.stat(wal).st_dev
+    node = live.host.sys / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}"
+    node.parent.mkdir(parents=True, exist_ok=True)
+    if not node.exists():
+        node.symlink_to(live.host.sys / "block" / drive)
+    live.config_file = live.host.root / "syncwrite.yml"
+    live.config_file.write_text(
+        "syncwrite:\n"
+        f"  directories: [{str(wal)!r}]\n"
+        "  interval_seconds: 1\n  writes: 16\n  min_free_bytes: 0\n  min_free_ratio: 0\n")
+    return live
 
 
 def prepare_host(

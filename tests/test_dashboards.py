@@ -50,6 +50,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import ROOT, fixture_path
 from tests.fakehost import build_default_host
 from tests.livefleet import (
+    with_syncwrite_probe,
     CARD_RACK,
     SHANNON_SERIAL,
     WORN_LIFE_LEFT_PERCENT,
@@ -561,8 +562,8 @@ def _value(samples: dict, metric: str, **labels: str) -> Optional[float]:
 
 
 def _build_fleet(root: Path, now: float) -> Dict[str, LiveHost]:
-    # db1: the default host as it comes.
-    db1 = prepare_host("db1", build_default_host(root / "db1"), now=now)
+    # db1: the default host as it comes, with the sync-write probe on (its directory on sda).
+    db1 = with_syncwrite_probe(prepare_host("db1", build_default_host(root / "db1"), now=now))
     # db2: someone ran `hdparm -W0 /dev/sda` (the kernel still says write back).
     host = build_default_host(root / "db2")
     host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
