@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from collectors import diskstats_source, shannon_source, smartctl_source, syncwrite_source, write_cache_source
+from collectors import diskstats_source, smartctl_source, syncwrite_source, write_cache_source
+from collectors.shannon import source as shannon_source
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (

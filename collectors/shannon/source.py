@@ -7,7 +7,8 @@ import logging
 from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
-from collectors import evidence, shannon
+from collectors import evidence
+from collectors.shannon import parse as shannon
 from collectors.model import DriveReading, ParseError
 from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
 
