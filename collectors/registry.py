@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 from collectors import diskstats_source, smartctl_source, syncwrite_source, write_cache_source
+from collectors.nvme_vendor import source as nvme_vendor_source
 from collectors.shannon import source as shannon_source
 from collectors.source import SourceSpec
 
@@ -15,6 +16,7 @@ SOURCES: Tuple[SourceSpec, ...] = (
     shannon_source.SPEC,
     smartctl_source.SPEC,
     write_cache_source.SPEC,
+    nvme_vendor_source.SPEC,
     diskstats_source.SPEC,
     syncwrite_source.SPEC,
 )
