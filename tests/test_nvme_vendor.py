@@ -153,6 +153,11 @@ def test_a_log_whose_unit_does_not_check_out_adds_nothing(tmp_path):
         assert value(s, "ssd_nand_written_bytes_total", serial=NVME0_SERIAL) is None
         assert value(s, "ssd_write_amplification", serial=NVME0_SERIAL) is None
         assert "unit not established" in agent.log()
+        # The reason reaches the merged record: the figure is marked withheld, not just absent.
+        assert value(s, "ssd_value_withheld", serial=NVME0_SERIAL, field="nand_written_bytes") == 1
+        import json
+        api = {d["serial"]: d for d in json.loads(agent.get("/api/v1/drives"))["drives"]}
+        assert "unit not established" in json.dumps(api[NVME0_SERIAL])
     finally:
         agent.stop()
 
@@ -195,3 +200,31 @@ def test_the_helper_runs_exactly_the_vendor_command_the_source_builds(tmp_path):
     finally:
         helper.stop()
         shutil.rmtree(sockdir, ignore_errors=True)
+
+
+def test_merge_fills_nand_into_the_smartctl_reading_and_keeps_reasons():
+    from collectors.model import DriveReading, supplement
+    from collectors.smartctl import parse_smartctl_json
+
+    health = parse_smartctl_json(read_fixture(SMARTCTL))
+    assert health.serial == SERIAL and health.nand_written_bytes is None
+    f = intel_figures(add_text(), facts(host=health.host_written_bytes))
+    vendor = DriveReading(kind="nvme", device=health.device, serial=SERIAL,
+                          nand_written_bytes=f.nand_written_bytes, write_amplification=f.write_amplification,
+                          sources=dict(f.sources))
+    merged = supplement(health, vendor, "nvme_vendor")
+    assert merged.nand_written_bytes == NAND_COUNT * INTEL_COUNT_BYTES
+    assert merged.sources["nand_written_bytes"].startswith("nvme_vendor: nvme intel smart-log-add")
+    assert merged.host_written_bytes == health.host_written_bytes == HOST_BYTES
+    assert merged.sources["host_written_bytes"] == health.sources["host_written_bytes"]
+    # A figure the vendor log withheld: the merged record says why.
+    bad = intel_figures(add_text(), facts(host=HOST_BYTES * 10))
+    withheld = DriveReading(kind="nvme", device=health.device, serial=SERIAL,
+                            extra={f"{k}_withheld": v for k, v in bad.withheld.items()})
+    merged = supplement(health, withheld, "nvme_vendor")
+    assert merged.nand_written_bytes is None
+    assert merged.extra["nand_written_bytes_withheld"].startswith("nvme_vendor: nvme intel smart-log-add: unit not established")
+    # A field the first source withheld on purpose keeps the first source's reason.
+    first = health.replace(extra=dict(health.extra, nand_written_bytes_withheld="smartctl: reason"))
+    assert supplement(first, vendor, "nvme_vendor").nand_written_bytes is None
+    assert supplement(first, withheld, "nvme_vendor").extra["nand_written_bytes_withheld"] == "smartctl: reason"

@@ -186,3 +186,23 @@ def test_through_the_helper_p_a_is_used_when_the_driver_has_it(tmp_path):
         agent.stop()
         helper.stop()
         shutil.rmtree(sockdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("change", [
+    ("channels=7", "channels=0"),
+    ("channels=7", "channels=seven"),
+    ("eblocks_in_lun=2116", "eblocks_in_lun="),
+    ("static_bad_blocks=2348", "static_bad_blocks=99999999"),
+    ("dynamic_bad_blocks=202\n", ""),
+])
+def test_bad_block_share_not_derived_from_broken_parts(change):
+    """Geometry zero, not a number or missing, more bad blocks than blocks, or one of the two
+    counts missing: no share is derived (the counts that are there are still reported)."""
+    text = _text(GEN2).replace(*change)
+    try:
+        r = parse_status_p(text)[0]
+    except Exception as exc:  # a malformed value is a ParseError, nothing else
+        from collectors.model import ParseError
+        assert isinstance(exc, ParseError), exc
+        return
+    assert r.bad_block_ratio is None
