@@ -206,3 +206,30 @@ def test_bad_block_share_not_derived_from_broken_parts(change):
         assert isinstance(exc, ParseError), exc
         return
     assert r.bad_block_ratio is None
+
+
+def test_tool_then_sysfs_is_one_record(tmp_path):
+    """The tool answers, then disappears: the card is read from sysfs from then on, as the same
+    drive (one series per metric, same values), not a second one."""
+    import json
+
+    host = _sysfs_host(tmp_path)
+    agent = AgentProcess(host, FAST)
+    try:
+        agent.wait_ready()
+        wait_for(lambda: _card_seen(agent))
+        host.remove_tool("shannon-status")
+
+        def from_sysfs():
+            drives = json.loads(agent.get("/api/v1/drives"))["drives"]
+            card = [d for d in drives if d["serial"] == SHANNON_SERIAL]
+            return card if card and "sysfs" in json.dumps(card[0].get("sources", card[0])) else None
+
+        card = wait_for(from_sysfs, timeout=30)
+        assert len(card) == 1
+        s = scrape(agent)
+        _expect_tool_values(s, sysfs=True)  # value() fails on two series of one serial
+        infos = [ls for (n, ls) in s if n == "ssd_drive_info" and dict(ls).get("serial") == SHANNON_SERIAL]
+        assert len(infos) == 1 and dict(infos[0])["device"] == "dfa"
+    finally:
+        agent.stop()

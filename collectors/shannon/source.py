@@ -46,7 +46,7 @@ class ShannonSource(Source):
         self.tool = shannon.ShannonProbe(
             tool=ctx.tool_paths["shannon_status"], runner=ctx.run,
             timeout=ctx.config.tool_timeout_seconds, sysfs_root=ctx.config.paths.sysfs)
-        self._readings: Dict[str, Tuple[DriveReading, float]] = {}  # device -> reading
+        self._readings: Dict[str, Tuple[DriveReading, float]] = {}  # identity -> reading
         self._p_all: Optional[bool] = None  # does this driver answer -p -a? None: not tried yet
 
     def _read_p_all(self, errors: List[str]) -> Tuple[Optional[Dict[str, DriveReading]], bool]:
@@ -148,16 +148,19 @@ class ShannonSource(Source):
                 log.debug("shannon-status missing; read %s from the driver's sysfs", ", ".join(uncovered))
         for e in errors:
             log.warning("shannon: %s", e)
+        # Keyed by the card's identity, not the path it was read through: a card read by the
+        # tool one run and from sysfs the next stays one record, its counters compared across.
+        by_identity = {reading.identity: reading for reading in cards.values()}
         known = dict(self._readings)
-        if cards or not errors:
-            for device in list(known):
-                if device not in cards and not errors:
-                    known.pop(device, None)
-        for device, reading in cards.items():
-            before = known.get(device)
+        if not errors:
+            for identity in list(known):
+                if identity not in by_identity:
+                    known.pop(identity, None)
+        for identity, reading in by_identity.items():
+            before = known.get(identity)
             reading = evidence.monotone(before[0] if before else None, reading)
-            known[device] = (reading, now)
-            self.ctx.record(reading.identity, now, reading)
+            known[identity] = (reading, now)
+            self.ctx.record(identity, now, reading)
         self._readings = known
         return RunResult(tuple(errors))
 
