@@ -182,6 +182,18 @@ def test_through_the_helper_p_a_is_used_when_the_driver_has_it(tmp_path):
         assert "shannon-status -p -a" in calls
         # -p -a gave every card: no per-card call, no -a listing.
         assert not any(c.startswith("shannon-status -p /dev/") for c in calls), calls
+        # Exactly the source's three forms: anything else is refused without running the tool.
+        from agent.privhelper import HelperRunner
+
+        run = HelperRunner(sock)
+        for argv in (["shannon-status", "-p", "-a", "-x"], ["shannon-status", "-a", "-p"],
+                     ["shannon-status", "-p", "/dev/dfa"], ["shannon-status", "-m", "/dev/scta"],
+                     ["shannon-status", "-p", "/dev/scta", "-a"]):
+            before = len(host.calls())
+            refused = run(argv, timeout=10)
+            assert refused.error is not None and "refused" in refused.error, (argv, refused)
+            assert len(host.calls()) == before, argv
+        assert run(["shannon-status", "-p", "-a"], timeout=10).stdout == read_fixture(GEN2)
     finally:
         agent.stop()
         helper.stop()
