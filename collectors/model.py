@@ -143,9 +143,10 @@ def supplement(primary: DriveReading, other: DriveReading, source: str) -> Drive
     the same drive (nvme-cli's vendor log beside smartctl's health log), its evidence recorded
     as ``source`` plus what ``other`` says. A field ``primary`` withheld on purpose (its
     ``extra`` holds ``FIELD_withheld``) stays withheld: a second source does not overrule the
-    reason."""
+    reason. A field neither gives keeps the second source's reason for withholding it."""
     changes = {}
     sources = dict(primary.sources)
+    reasons = {}  # fields neither has, with the second source's reason for withholding them
     for name in primary.__dataclass_fields__:
         if name in _IDENTITY_FIELDS or name in ("sources", "extra"):
             continue
@@ -153,13 +154,19 @@ def supplement(primary: DriveReading, other: DriveReading, source: str) -> Drive
             continue
         value = getattr(other, name)
         if _absent(value):
+            why = other.extra.get(f"{name}_withheld")
+            if why:
+                reasons[f"{name}_withheld"] = f"{source}: {why}"
             continue
         changes[name] = value
         said = other.sources.get(name)
         sources[name] = f"{source}: {said}" if said else source
     if not changes:
-        return primary
+        if not reasons:
+            return primary
+        return dataclasses.replace(primary, extra=dict(primary.extra, **reasons))
     extra = dict(other.extra)
+    extra.update(reasons)
     extra.update(primary.extra)
     return dataclasses.replace(primary, sources=sources, extra=extra, **changes)
 

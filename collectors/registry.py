@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from collectors import diskstats, holders, shannon_source, syncwrite, write_cache
-from collectors.smartctl import source as smartctl_source
+from collectors import diskstats, holders, syncwrite, write_cache
+from collectors.nvme_vendor import source as nvme_vendor
+from collectors.shannon import source as shannon
+from collectors.smartctl import source as smartctl
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (
-    shannon_source.SPEC,
-    smartctl_source.SPEC,
+    shannon.SPEC,
+    smartctl.SPEC,
     write_cache.SPEC,
+    nvme_vendor.SPEC,
     diskstats.SPEC,
     holders.SPEC,
     syncwrite.SPEC,

@@ -698,6 +698,8 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         return checks.match("hdparm", "write-cache", args,
                             [built(lambda r: _reader(checks, prefix, r)._hdparm(name))], name)
     if tool == "nvme":
+        if args[:1] != ["get-feature"]:
+            return None  # another source's nvme command (vendor logs), or none: refused there
         if len(args) < 2:
             raise Refused("nvme needs a sub-command and a device")
         prefix, name = checks.device(args[1], NVME_DEVICES)

@@ -40,7 +40,7 @@ done
 if [ -z "$key" ]; then
   if [ "$*" = "-a" ]; then key=all; else
     for a in "$@"; do last="$a"; done
-    key=$(basename "$last")
+    key=$(basename -- "$last")
   fi
 fi
 if [ -f "$R/$key.sleep" ]; then sleep "$(cat "$R/$key.sleep")"; fi

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from agent.config import ConfigError, load_config
 from agent.privhelper import PROTOCOL_VERSION, HelperRunner, ProbeHelper, Refused, Validator
 from agent.webconfig import WebConfigError, parse_web_config
-from collectors import blockdev, diskstats, nvme_cli, shannon, smartctl, write_cache
+from collectors import blockdev, diskstats, shannon, smartctl, write_cache
+from collectors.nvme_vendor import nvme_cli
 from collectors.smartctl import text_report as smartctl_text
 from collectors.model import ParseError
 from collectors.runner import ToolResult

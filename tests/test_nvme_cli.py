@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 import pytest
 
 from collectors.model import ParseError
-from collectors.nvme_cli import (
+from collectors.nvme_vendor.nvme_cli import (
     CRITICAL_WARNING_BITS,
     NvmeController,
     NvmeNamespace,

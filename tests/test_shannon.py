@@ -380,7 +380,7 @@ MALFORMED_A = [
     ("no-serial", lambda: _a_replace("Model:sh-shannon-pcie-ssd, SN: 006819246149b014", "Model:sh-shannon-pcie-ssd")),
     ("temp-kelvin", lambda: _a_replace("70 degC, max 77 degC", "343 K, max 350 K")),
     ("bad-block-over-100", lambda: _a_replace("1.0760% bad block", "107.60% bad block")),
-    ("key-value-input", lambda: text(P_9H)),
+    ("key-value-garbage-after-node", lambda: "control_device_node=/dev/scta\nnot a pair\n"),
     ("text-before-card", lambda: "Segmentation fault\n" + text(A_21H)),
 ]
 

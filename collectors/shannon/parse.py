@@ -276,7 +276,37 @@ class _Card:
         # reduced_write still accepts writes; only readonly refuses them.
         self.fields["readonly"] = mode == ACCESS_READONLY
 
+    def derive(self) -> None:
+        """Figures the card implies but does not print on every path: the bad-block share from
+        the static and grown (dynamic) counts and the card's geometry (channels x lunsets x
+        luns x erase blocks per lun, printed by -a/-p); write amplification from the NAND and
+        host byte counters (the sysfs files give both, the ratio is the tool's own definition:
+        total writes / host writes). Nothing is derived from a part that is missing."""
+        counts = [self.defects.get(k) for k in ("static_bad_block", "dynamic_bad_block")]
+        geometry = [self.extra.get(k, "") for k in _GEOMETRY_KEYS]
+        if self.fields.get("bad_block_ratio") is None and None not in counts and all(g.isdigit() for g in geometry):
+            total = 1
+            for g in geometry:
+                total *= int(g)
+            bad = sum(c for c in counts if c is not None)
+            if total > 0 and bad <= total:
+                self.set("bad_block_ratio", bad / total,
+                         "shannon (static_bad_blocks + dynamic_bad_blocks) / (channels x lunsets x luns x eblocks)")
+        nand, host = self.fields.get("nand_written_bytes"), self.fields.get("host_written_bytes")
+        if self.fields.get("write_amplification") is None and isinstance(nand, int) and isinstance(host, int) and host > 0:
+            ratio = nand / host
+            low, high = WRITE_AMPLIFICATION_RANGE
+            if low <= ratio <= high:
+                # shannon-status prints it with 4 decimals; the same rounding here
+                self.set("write_amplification", round(ratio, 4),
+                         f"{self.sources.get('nand_written_bytes', 'nand')} / {self.sources.get('host_written_bytes', 'host')}")
+            else:
+                self.extra["write_amplification_withheld"] = (
+                    f"NAND writes / host writes = {ratio:.3f}, outside {low:g}..{high:g}: a card without "
+                    f"compression writes at least what the host wrote")
+
     def build(self, require_serial: bool = True) -> DriveReading:
+        self.derive()
         if not self.fields.get("device"):
             raise ParseError(f"{self.where}: card has no control device node")
         if require_serial and not self.fields.get("serial"):
@@ -302,6 +332,11 @@ class _Card:
             **self.fields,  # type: ignore[arg-type]
         ))
 
+
+# -a / -p geometry, kept in extra as printed: their product is the card's erase blocks.
+_GEOMETRY_KEYS = ("channels", "lunsets_in_channel", "luns_in_lunset", "eblocks_in_lun")
+# Shannon cards do not compress: NAND writes are at least the host's (and at most 50x).
+WRITE_AMPLIFICATION_RANGE = (1.0, 50.0)
 
 _SENSOR_ORDER = ("controller", "board", "flash")
 _RAIL_ORDER = ("internal", "auxiliary")
@@ -520,7 +555,11 @@ def _a_value(key: str, value: str) -> str:
 
 
 def parse_status_a(text: str) -> list[DriveReading]:
-    """Parse the human-readable ``shannon-status -a`` report of one or several cards."""
+    """Parse ``shannon-status -a``: the human-readable report of one or several cards (driver
+    2.6.x), or, on newer drivers whose ``-a`` prints the key=value layout of ``-p -a``
+    (``control_device_node=/dev/scta`` ...), that layout (parsed by :func:`parse_status_p`)."""
+    if _is_key_value(text):
+        return parse_status_p(text)
     cards: list[_Card] = []
     announced: list[str] = []
     total: int | None = None
@@ -564,6 +603,16 @@ def parse_status_a(text: str) -> list[DriveReading]:
             key = _A_LABELS.get(label, re.sub(r"[^a-z0-9]+", "_", label).strip("_"))
             _apply(card, key, _a_value(key, value), f"shannon -a {label.capitalize()}", f"{context}: {label}")
     return _reading_list(cards, announced, total, "shannon-status -a")
+
+
+def _is_key_value(text: str) -> bool:
+    """The first card line of the output is ``drive=`` or ``control_device_node=``."""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or _FOUND_RE.match(line) or _TOTAL_RE.match(line):
+            continue
+        return bool(_CONTROL_NODE_RE.match(line))
+    return False
 
 
 def parse_card_list(text: str) -> list[str]:
