@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from agent import __version__, durability, syncwrite
-from collectors import write_cache
+from collectors import registry, write_cache
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
 
 DRIVE_LABELS = ["device", "serial"]
@@ -34,7 +34,10 @@ NVME_WARNING_BITS = (
     (5, "pmr_readonly"),
 )
 
-_HEALTH_COLLECTORS = ("smartctl", "shannon")
+# Sources that read a drive's health (their readings are drive records), as the registry lists
+# them: every source that does not only annotate drives others found.
+HEALTH_COLLECTORS = tuple(spec.name for spec in registry.SOURCES if spec.annotates is None)
+_HEALTH_COLLECTORS = HEALTH_COLLECTORS
 
 
 def _g(name: str, doc: str, extra: Iterable[str] = ()) -> GaugeMetricFamily:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent import durability
-from agent.metrics import NVME_WARNING_BITS, effective_cache
+from agent.metrics import HEALTH_COLLECTORS, NVME_WARNING_BITS, effective_cache
 from collectors import write_cache
 from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
 
@@ -139,7 +139,7 @@ def drive_view(d: Drive, now: float) -> DriveView:
         # was given; a NAND-domain rate is not a host rate, so it is not taken.
         rate = next((p.inputs["write_rate_bytes_per_second"] for p in d.projections
                      if "write_rate_bytes_per_second" in p.inputs and not p.inputs.get("nand_domain")), None)
-    health_times = [d.last_poll[c] for c in ("smartctl", "shannon") if c in d.last_poll]
+    health_times = [d.last_poll[c] for c in HEALTH_COLLECTORS if c in d.last_poll]
     view = DriveView(
         device=d.device,
         serial=d.serial,

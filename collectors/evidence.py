@@ -25,8 +25,9 @@ from typing import Any, Dict, Optional
 from collectors.model import DriveReading
 
 # Bytes per second a link can move at most, by drive kind: SATA 3 (600 MB/s), SAS-4
-# (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s).
-LINK_BYTES_PER_SECOND = {"ata": 600e6, "scsi": 2.4e9, "nvme": 32e9, "shannon": 8e9}
+# (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s),
+# an ioMemory card on PCIe 2.0 x16 (the ioDrive Octal: 8 GB/s).
+LINK_BYTES_PER_SECOND = {"ata": 600e6, "scsi": 2.4e9, "nvme": 32e9, "shannon": 8e9, "fusionio": 8e9}
 MAX_DRIVE_WRITES = 100_000  # full-capacity writes over a drive's life: SLC's rated P/E
 MAX_RATED_CYCLES = 30_000  # the highest rated P/E among MLC/TLC drives, for the life check
 MAX_POWER_ON_SECONDS = 20 * 365.25 * 86400

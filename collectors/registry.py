@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 from collectors import diskstats_source, shannon_source, smartctl_source, syncwrite_source, write_cache_source
+from collectors.fusionio import source as fusionio_source
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (
     shannon_source.SPEC,
     smartctl_source.SPEC,
+    fusionio_source.SPEC,
     write_cache_source.SPEC,
     diskstats_source.SPEC,
     syncwrite_source.SPEC,
