@@ -9,6 +9,7 @@ from typing import Dict, Tuple
 
 from collectors import diskstats_source, shannon_source, smartctl_source, syncwrite_source, write_cache_source
 from collectors.fusionio import source as fusionio_source
+from collectors.plugin import source as plugin_source
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (
@@ -18,6 +19,7 @@ SOURCES: Tuple[SourceSpec, ...] = (
     write_cache_source.SPEC,
     diskstats_source.SPEC,
     syncwrite_source.SPEC,
+    plugin_source.SPEC,
 )
 
 BY_NAME: Dict[str, SourceSpec] = {spec.name: spec for spec in SOURCES}
