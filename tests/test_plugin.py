@@ -219,3 +219,37 @@ def test_a_plugin_that_breaks_keeps_its_last_reading_and_recovers(tmp_path):
         assert "plugin memblaze: works again" in agent.log()
     finally:
         agent.stop()
+
+
+def test_plugins_run_in_the_agent_even_with_a_probe_helper(tmp_path):
+    """With ``probe_helper_socket`` set, device tools go to the helper; a plug-in never does
+    (the helper runs only argv it builds): it runs in the agent and the helper never sees it."""
+    import os
+    import shutil
+    import tempfile
+
+    from tests.test_privhelper import HelperProcess
+
+    host = build_default_host(tmp_path / "host")
+    sockdir = tempfile.mkdtemp(prefix="ssdf-", dir="/tmp")
+    sock = os.path.join(sockdir, "agent.sock")
+    helper = HelperProcess(host, sock, ["--tool-timeout", "5"])
+    out = tmp_path / "out.json"
+    out.write_bytes(doc())
+    ran = tmp_path / "ran"
+    plug = script(tmp_path / "mb", f'echo $$ >> "{ran}"; cat "{out}"\n')
+    cfg = tmp_path / "agent.yml"
+    cfg.write_text(yaml.safe_dump({"probe_helper_socket": sock, "plugin": {"plugins": [
+        {"name": "memblaze", "command": [plug], "interval_seconds": 1}]}}))
+    agent = AgentProcess(host, ["--config", str(cfg), "--interval.plugin", "1"] + FAST)
+    try:
+        agent.wait_ready()
+        wait_for(lambda: value(scrape(agent), "ssd_life_left_ratio", serial="MB123") == pytest.approx(0.97))
+        assert value(scrape(agent), "ssd_collector_success", collector="plugin") == 1
+        assert ran.read_text().strip()
+        assert str(plug) not in helper.log() and "memblaze" not in helper.log()
+        assert "refused" not in helper.log()
+    finally:
+        agent.stop()
+        helper.stop()
+        shutil.rmtree(sockdir, ignore_errors=True)
