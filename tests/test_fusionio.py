@@ -140,8 +140,17 @@ def test_malformed_input_raises_parse_error_or_parses(text):
         evidence.contain(r)
 
 
+def test_a_volume_that_disagrees_with_the_rated_pbw_share_is_withheld():
+    text = _GOOD.replace("92,553,058,889,120", "925,530,588,891,200")  # ten times: 5.4% used, not 0.54%
+    (r,) = parse_status(text)
+    assert r.nand_written_bytes is None and "nand_written_bytes" not in r.sources
+    assert "99.46% remaining" in r.extra["nand_written_bytes_withheld"]
+    assert r.life_left_ratio == pytest.approx(0.9946)  # the share the tool prints stands
+
+
 def test_huge_volume_is_withheld_by_the_bounds():
-    text = _GOOD.replace("92,553,058,889,120", "92,553,058,889,120,000,000")
+    text = _GOOD.replace("92,553,058,889,120", "92,553,058,889,120,000,000").replace(
+        "Rated PBW: 17.00 PB, 99.46% remaining\n", "")
     (r,) = parse_status(text)
     contained = evidence.contain(r)
     assert contained.nand_written_bytes is None

@@ -36,6 +36,7 @@ Units, each established from the captures in tests/fixtures/fusionio/:
   29,684,767,106,744 / 5.00e15 = 0.59%, 99.41%. So the volumes are media-side (physical)
   bytes, the domain the rating is in: they become ``nand_written_bytes``; the tool prints no
   host-side (logical) volume, so host bytes are left to /proc/diskstats and withheld here;
+  a volume that does not give the printed share (off by more than 1%) is withheld;
 * temperatures in ``degC``, voltages in ``V``, percentages with ``%``.
 
 Only ``Healthy`` is a reserve status a public capture shows; any other word is kept verbatim
@@ -269,6 +270,17 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
             extra["powerloss_protection"] = m.group(1)
     if serial is None:
         raise ParseError(f"{fct}: no serial number (SN:) in its block")
+    rated_bytes = int(extra["rated_pbw_bytes"]) if "rated_pbw_bytes" in extra else None
+    if nand_written is not None and life is not None and rated_bytes:
+        # The tool counts "% remaining" against these very bytes (see the module doc): a
+        # volume that does not give the printed share is in some other unit or domain.
+        implied = 1 - nand_written / rated_bytes
+        if abs(implied - life) > 0.01:
+            extra["nand_written_bytes_withheld"] = (
+                f"{TOOL} 'Physical bytes written' {nand_written:,} is {nand_written / rated_bytes:.2%} of the "
+                f"rated PBW, but the tool prints {life:.2%} remaining: not the volume the rating counts")
+            sources.pop("nand_written_bytes", None)
+            nand_written = None
     if adapter:
         name, pn, asn = adapter
         if name:
