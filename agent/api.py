@@ -1,14 +1,17 @@
 """HTTP side of the agent: /metrics, /healthz, /api/v1/drives and the / page.
 
-Handlers only read the poller's current snapshot; no device command ever runs inside a
-request, and no request parameter reaches a command.
+Handlers only read memory: the poller's current snapshot and what was derived from it in
+the poller's listener thread (:class:`agent.metrics.Exposition` for /metrics, the
+:class:`agent.views.ViewState` for each drive's history and flag times). No device command
+and no SQLite query runs inside a request, and no request parameter reaches either.
 
 The scrape never waits behind page or API work. ``/metrics`` and ``/healthz`` run on the
-event loop and only copy bytes rendered ahead of time (:class:`agent.metrics.Exposition`).
-``/`` and ``/api/v1/drives`` read history (SQLite) and cost far more with a long history;
-they run in a small pool of their own (:data:`VIEW_THREADS` threads, not the shared pool
-sync handlers use), and concurrent requests for the same snapshot share one computation,
-reused for :data:`VIEW_MAX_AGE` seconds: forty browsers cost what one does.
+event loop and only copy bytes rendered ahead of time. ``/`` and ``/api/v1/drives`` build
+their views per request (the data age and the wear-out countdown depend on the time), which
+costs milliseconds per drive; they run in a small pool of their own (:data:`VIEW_THREADS`
+threads, not the shared pool sync handlers use), and concurrent requests for the same
+snapshot share one computation, reused for :data:`VIEW_MAX_AGE` seconds: forty browsers cost
+what one does.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pydantic import BaseModel
 
 from agent import __version__
 from agent.metrics import Exposition
-from agent.views import DriveView, FlagTracker, snapshot_views, worst
+from agent.views import DriveView, ViewState, snapshot_views, worst
 from collectors.model import Snapshot
 
 
@@ -107,10 +110,9 @@ class HeadAsGet:
 
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
-               history: Any = None, flags: Optional[FlagTracker] = None) -> FastAPI:
-    """``history`` (the poller's History, or None) adds each drive's thinned samples to
-    /api/v1/drives, so ``ssdfleet status --drive`` can show them. The lookup uses the serials
-    already in the snapshot: no request input reaches it."""
+               state: Optional[ViewState] = None) -> FastAPI:
+    """``state`` (the ViewState the poller feeds) adds each drive's thinned samples and its
+    flags' times to /api/v1/drives, so ``ssdfleet status --drive`` can show them."""
     app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
     app.add_middleware(HeadAsGet)
     exposition = Exposition(get_snapshot, clock=clock)
@@ -132,7 +134,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
         return {"status": "ok", "drives": len(snap.drives), "snapshot_age_seconds": clock() - snap.created}
 
     def drives_json(snap: Snapshot, now: float) -> bytes:
-        views = snapshot_views(snap, now, history=history, flags=flags)
+        views = snapshot_views(snap, now, state=state)
         return DrivesOut(
             version=__version__,
             generated=now,

@@ -130,23 +130,23 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.api import create_app
     from agent.page import render_page
     from agent.poller import Poller
-    from agent.views import FlagTracker
+    from agent.views import ViewState
 
     memory.limit_arenas()
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
     poller = Poller(config)
-    flags = FlagTracker(poller.history)
+    state = ViewState(poller.history)
 
     def page(snap, now):
-        return render_page(snap, now, history=poller.history, flags=flags)
+        return render_page(snap, now, state=state)
 
     from agent import server as http_server
     from collectors.runner import LIVE
 
-    app = create_app(poller.snapshot, page=page, history=poller.history, flags=flags)
+    app = create_app(poller.snapshot, page=page, state=state)
     poller.add_listener(app.state.exposition.prepare)
-    poller.add_listener(flags.update)
+    poller.add_listener(state.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
         app = webconfig.secure_app(app, web)

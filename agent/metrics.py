@@ -18,26 +18,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
 from prometheus_client.registry import Collector
 
-from agent import __version__, durability, syncwrite
-from collectors import registry, write_cache
-from collectors.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNSUPPORTED, EVIDENCE_FIELDS, Drive, Snapshot
+from agent import __version__, durability, health, syncwrite
+from collectors.model import CACHE_DISABLED, CACHE_ENABLED, EVIDENCE_FIELDS, Drive, Snapshot
 
 DRIVE_LABELS = ["device", "serial"]
 
-# NVMe critical warning bits (NVMe base spec, SMART / Health log byte 0).
-NVME_WARNING_BITS = (
-    (0, "spare"),
-    (1, "temperature"),
-    (2, "reliability"),
-    (3, "readonly"),
-    (4, "volatile_backup"),
-    (5, "pmr_readonly"),
-)
-
-# Sources that read a drive's health (their readings are drive records), as the registry lists
-# them: every source that does not only annotate drives others found.
-HEALTH_COLLECTORS = tuple(spec.name for spec in registry.SOURCES if spec.annotates is None)
-_HEALTH_COLLECTORS = HEALTH_COLLECTORS
 
 
 def _g(name: str, doc: str, extra: Iterable[str] = ()) -> GaugeMetricFamily:
@@ -130,9 +115,9 @@ def _health_times(drives: Iterable[Drive]) -> List[Tuple[Drive, float]]:
     """Each drive with the time of its newest health reading (smartctl or shannon-status)."""
     out = []
     for d in drives:
-        times = [d.last_poll[c] for c in _HEALTH_COLLECTORS if c in d.last_poll]
-        if times:
-            out.append((d, max(times)))
+        t = health.health_data_time(d.last_poll)
+        if t is not None:
+            out.append((d, t))
     return out
 
 
@@ -186,7 +171,7 @@ def drive_families(drives: Iterable[Drive]) -> List:
         # 1: no health tool (smartctl, shannon-status) has answered for this drive: its health
         # is unknown, which the status page and `ssdfleet status` show as a warning.
         gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
-              0.0 if any(c in d.last_poll for c in _HEALTH_COLLECTORS) else 1.0)
+              0.0 if health.health_data_time(d.last_poll) is not None else 1.0)
         gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
         for name, _label in EVIDENCE_FIELDS:
             if f"{name}_withheld" in r.extra:
@@ -201,17 +186,13 @@ def drive_families(drives: Iterable[Drive]) -> List:
             gauge("ssd_defects", "Defect counts as the drive reports them, by type.", ids + [kind], count, ["type"])
         counter("ssd_media_errors", "Media and data integrity errors (NVMe) or uncorrected errors (SCSI).", ids, r.media_errors)
         # One series with the byte as the drive reports it (0: no warning); the bits are
-        # decoded in /api/v1/drives, the status page and the runbook (NVME_WARNING_BITS).
+        # decoded in /api/v1/drives, the status page and the runbook (health.NVME_WARNING_BITS).
         gauge("ssd_nvme_critical_warning", "NVMe critical warning byte (SMART / Health log byte 0; 0 = none).",
               ids, r.critical_warning)
         gauge("ssd_smart_healthy", "SMART overall-health self-assessment passed (1) or failed (0).", ids, _bool(r.smart_healthy))
-        mode = r.access_mode
-        if mode is not None or r.readonly is not None:
-            gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids,
-                  _bool(bool(r.readonly) or mode == "readonly"))
-        if mode is not None:  # only drives with a reduced-write mode (Shannon) report one
-            gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids,
-                  _bool(mode == "reduced_write"))
+        gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids, _bool(health.is_readonly(r)))
+        # only drives with a reduced-write mode (Shannon) report one
+        gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids, _bool(health.is_write_reduced(r)))
         gauge("ssd_write_amplification", "NAND bytes written per host byte written, lifetime.", ids, r.write_amplification)
         counter("ssd_host_written_bytes", "Bytes written by the host.", ids, r.host_written_bytes)
         counter("ssd_host_read_bytes", "Bytes read by the host.", ids, r.host_read_bytes)
@@ -231,14 +212,14 @@ def drive_families(drives: Iterable[Drive]) -> List:
             if s.state in (CACHE_ENABLED, CACHE_DISABLED, "not_supported"):
                 gauge("ssd_write_cache_state", "Write cache state as each source reports it.",
                       ids + [s.source, s.state], 1, ["source", "state"])
-        effective = effective_cache(d)
+        effective = health.known_write_cache(d.write_cache)
         if effective is not None:
             gauge("ssd_write_cache_enabled", "Effective volatile write cache state (1 enabled).", ids,
                   1 if effective == CACHE_ENABLED else 0)
             if d.write_cache_expected is not None:
                 gauge("ssd_write_cache_expected_enabled", "Expected write cache state from the configuration.", ids,
                       1 if d.write_cache_expected == CACHE_ENABLED else 0)
-                wrong = write_cache.mismatch(effective, d.write_cache_expected)
+                wrong = health.write_cache_mismatch(effective, d.write_cache_expected)
                 gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
                       None if wrong is None else int(wrong))
 
@@ -250,6 +231,14 @@ def drive_families(drives: Iterable[Drive]) -> List:
         gauge("ssd_power_loss_protection",
               "1: the drive has power-loss protection, 0: it has none (configuration or cited model table); absent when unknown.",
               ids, _bool(d.power_loss_protection))
+
+        # What the drive holds (issue 15, collectors/holders.py): one series per mount or pool,
+        # at most holders.MAX_HOLDINGS_PER_DRIVE; alert summaries name the mount from it.
+        for labels in dict.fromkeys((h.mountpoint, h.fstype, ">".join(((h.partition,) if h.partition else ()) + h.stack))
+                                    for h in d.holds):
+            gauge("ssd_drive_holds_info", "What the drive holds: a mount point (empty when not mounted), its filesystem "
+                  "type and the stack from the drive up (partition>md0>crypt:name>lvm:vg/lv>zfs:pool).",
+                  ids + list(labels), 1, ["mountpoint", "fstype", "stack"])
 
         # Endurance and projection.
         gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
@@ -290,18 +279,12 @@ def drive_families(drives: Iterable[Drive]) -> List:
 
         # When the health data were read; the write-cache and diskstats times are those of
         # their collector's run (ssd_collector_last_run_timestamp_seconds), not repeated here.
-        for collector in _HEALTH_COLLECTORS:
+        for collector in health.HEALTH_SOURCES:
             if collector in d.last_poll:
                 gauge("ssd_last_poll_timestamp_seconds", "When this drive's health data were read, by collector.",
                       ids + [collector], d.last_poll[collector], ["collector"])
 
     return [info] + list(gauges.values()) + list(counters.values())
-
-
-def effective_cache(d: Drive) -> Optional[str]:
-    """The drive's own answer (hdparm, NVMe feature, smartctl) wins over the kernel's view."""
-    state = write_cache.effective_state(d.write_cache)
-    return state if state in (CACHE_ENABLED, CACHE_DISABLED, CACHE_UNSUPPORTED) else None
 
 
 # ssd_history_samples_dropped_total{reason}: every reason agent.history._drop_reason gives,

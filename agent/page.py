@@ -13,17 +13,12 @@ import html
 import socket
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from agent import __version__
+from agent import __version__, health
+from agent.health import CRITICAL, OK, WARNING
 from agent.syncwrite import page_section as syncwrite_page_section  # issue 15: the sync-write probe
 from agent.views import (
-    CRITICAL,
-    LIFE_CRITICAL,
-    LIFE_WARNING,
-    OK,
-    STALE_WARNING_SECONDS,
-    WARNING,
     DriveView,
-    FlagTracker,
+    ViewState,
     describe_input,
     flagged_first,
     human_bytes,
@@ -36,6 +31,7 @@ from agent.views import (
     utc_time,
     worst,
 )
+from collectors.holders import holds_text
 from collectors.model import Snapshot
 
 DAY = 86400.0
@@ -135,16 +131,6 @@ def _sev_class(severity: str) -> str:
     return f"sev-{severity}" if severity in (OK, WARNING, CRITICAL) else "sev-unknown"
 
 
-def _life_severity(ratio: Optional[float]) -> str:
-    if ratio is None:
-        return "unknown"
-    if ratio < LIFE_CRITICAL:
-        return CRITICAL
-    if ratio < LIFE_WARNING:
-        return WARNING
-    return OK
-
-
 def drive_cell(v: DriveView) -> str:
     model = esc(v.model) if v.model else '<span class="muted">model unknown</span>'
     fw = f' <span class="muted">fw {esc(v.firmware)}</span>' if v.firmware else ""
@@ -152,7 +138,9 @@ def drive_cell(v: DriveView) -> str:
     return (f'<td class="c-drive"><span class="dev">{esc(v.device)}</span> '
             f'<span class="kind">{esc(v.kind)}</span>'
             f'<div class="model">{model}{cap}</div>'
-            f'<div class="serial" title="serial">{esc(v.serial)}{fw}</div></td>')
+            f'<div class="serial" title="serial">{esc(v.serial)}{fw}</div>'
+            + (f'<div class="holds">holds: {esc(holds_text(v.holds))}</div>' if v.holds else "")  # issue 15
+            + '</td>')
 
 
 def life_cell(v: DriveView) -> str:
@@ -161,7 +149,7 @@ def life_cell(v: DriveView) -> str:
         bar = '<span class="muted">not reported</span>'
     else:
         filled = max(0.0, min(1.0, ratio)) * BAR_WIDTH
-        bar = (f'<svg class="bar {_sev_class(_life_severity(ratio))}" width="{BAR_WIDTH}" height="{BAR_HEIGHT}" '
+        bar = (f'<svg class="bar {_sev_class(health.life_severity(ratio) or "unknown")}" width="{BAR_WIDTH}" height="{BAR_HEIGHT}" '
                f'viewBox="0 0 {BAR_WIDTH} {BAR_HEIGHT}" aria-hidden="true">'
                f'<rect class="track" width="{BAR_WIDTH}" height="{BAR_HEIGHT}" rx="2"/>'
                f'<rect class="fill" width="{filled:.1f}" height="{BAR_HEIGHT}" rx="2"/></svg>'
@@ -240,7 +228,7 @@ def wearout_cell(v: DriveView, now: float) -> str:
 def cache_cell(v: DriveView) -> str:
     state = v.write_cache or "unknown"
     expected = v.write_cache_expected
-    mismatch = any(f.reason.startswith("write cache ") for f in v.flags)
+    mismatch = any(f.key == "write_cache" for f in v.flags)
     sources = "; ".join(f"{s['source']}: {s['state']}" for s in v.write_cache_sources)
     title = f' title="{esc(sources)}"' if sources else ""
     cls = "c-cache bad" if mismatch else "c-cache"
@@ -260,7 +248,7 @@ def temp_cell(v: DriveView) -> str:
     lines = []
     for t in v.temperatures:
         limit = t.get("limit_celsius")
-        hot = limit is not None and t["celsius"] >= limit
+        hot = health.temperature_hot(t["sensor"], t["celsius"], limit)
         # the limit is what the reading is judged by, so it stays in view; the lifetime
         # maximum is history, so it goes in the tooltip
         tail = f' <span class="muted small">limit {limit:.0f}</span>' if limit is not None else ""
@@ -324,7 +312,7 @@ def age_line(v: DriveView) -> str:
     age = v.data_age_seconds
     if age is None:
         return '<div class="age" data-value=""><span class="muted">no health data</span></div>'
-    stale = age > STALE_WARNING_SECONDS
+    stale = health.data_stale(age, v.power_state)
     polls = "; ".join(f"{k} {utc_time(t)}" for k, t in sorted(v.last_poll.items()))
     cls = "age stale" if stale else "age"
     return (f'<div class="{cls}" data-value="{age:.0f}" title="last polls: {esc(polls)}">'
@@ -538,15 +526,14 @@ _SCRIPT = """
 """
 
 
-def render_page(snapshot: Snapshot, now: float, history: Any = None,
+def render_page(snapshot: Snapshot, now: float, state: Optional[ViewState] = None,
                 hostname: Optional[str] = None,
-                refresh_seconds: int = DEFAULT_REFRESH_SECONDS,
-                flags: Optional[FlagTracker] = None) -> str:
-    """The whole ``/`` page. ``history`` is the agent's :class:`agent.history.History` (or
-    None): it feeds the sparklines and the bad-block trend; ``flags`` says since when each
-    flag is up."""
+                refresh_seconds: int = DEFAULT_REFRESH_SECONDS) -> str:
+    """The whole ``/`` page, from memory. ``state`` (the :class:`agent.views.ViewState` the
+    poller feeds) gives each drive's history for the sparklines and the bad-block trend, and
+    since when each flag is up; without it the page has neither."""
     host = hostname if hostname is not None else socket.gethostname()
-    views = flagged_first(snapshot_views(snapshot, now, history=history, flags=flags))
+    views = flagged_first(snapshot_views(snapshot, now, state=state))
     overall = worst(views) if views else "unknown"
     flagged = [v.device for v in views if v.severity != OK]
     title = f"{overall.upper()} · {', '.join(flagged)} — " if flagged else f"{overall.upper()} — "
@@ -577,8 +564,9 @@ def render_page(snapshot: Snapshot, now: float, history: Any = None,
 </table></div>
 {syncwrite_page_section(snapshot.syncwrite, snapshot.drives, esc)}
 </main>
-<footer>Flagged drives first. Thresholds as in the shipped alert rules: life left below {percent(LIFE_WARNING)} warning,
-below {percent(LIFE_CRITICAL)} critical; wear-out within 30 days warning, 7 days critical.
+<footer>Flagged drives first. Thresholds as in the shipped alert rules: life left below {percent(health.LIFE_WARNING_RATIO)} warning,
+below {percent(health.LIFE_CRITICAL_RATIO)} critical; wear-out within {health.WEAROUT_WARNING_DAYS} days warning,
+{health.WEAROUT_CRITICAL_DAYS} days critical.
 Raw data: <a href="api/v1/drives">/api/v1/drives</a> · <a href="metrics">/metrics</a></footer>
 <script>{_SCRIPT % {"seconds": seconds}}</script>
 </body>

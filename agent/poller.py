@@ -19,7 +19,7 @@ Bounds, and what they do not cover:
   --version``/``--scan-open``, ``shannon-status -a``) are quarantined the same way under their
   own name.
 * Per-source bounds (SMART reads that outlast their cycle, drives in standby, drives that
-  vanish) are the sources' own: see collectors/smartctl_source.py.
+  vanish) are the sources' own: see collectors/smartctl/source.py.
 * Known gaps: the sysfs and procfs reads (block device discovery, write-cache queue files,
   /proc/diskstats) and the SQLite history run in this process; a driver that hangs a sysfs
   read, or a hung filesystem under the state directory, blocks that source's thread (only

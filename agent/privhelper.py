@@ -40,7 +40,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agent.config import Config
-from collectors import passthrough, registry
+from collectors import registry
+from collectors.smartctl import passthrough
 from collectors.source import Command, HelperChecks, Refused
 from collectors.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
 
@@ -71,7 +72,7 @@ _DEVICE_PATTERNS: Dict[str, re.Pattern] = {
     "3ware": re.compile(r"tw[ael]\d{1,3}"),  # 3ware 9000/7000/9750 controllers
 }
 
-# smartctl -d values: collectors.passthrough's table (plain types, RAID/HBA and bridge
+# smartctl -d values: collectors.smartctl.passthrough's table (plain types, RAID/HBA and bridge
 # pass-through with their arguments), each matched whole, so "sat,12,foo" or "megaraid,0 -x"
 # never pass.
 

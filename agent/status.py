@@ -31,26 +31,21 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from agent import health
 from agent.config import DEFAULT_PORT
+from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.views import (
-    CRITICAL,
-    LIFE_CRITICAL,
-    LIFE_WARNING,
-    OK,
-    STALE_WARNING_SECONDS,
-    WARNING,
     describe_input,
     flagged_first,
     human_bytes,
     human_duration,
     percent,
     series_change,
-    severity_rank,
     since_text,
     utc_date,
     utc_time,
 )
-from collectors import write_cache
+from collectors.holders import holds_text
 
 UNKNOWN = "unknown"
 UNKNOWN_EXIT = 3
@@ -97,13 +92,8 @@ def has_health_data(v: Any) -> bool:
 
 
 def _life_style(ratio: Optional[float]) -> Optional[str]:
-    if ratio is None:
-        return None
-    if ratio < LIFE_CRITICAL:
-        return CRITICAL
-    if ratio < LIFE_WARNING:
-        return WARNING
-    return None
+    severity = health.life_severity(ratio)
+    return None if severity == OK else severity
 
 
 def _cache_mismatch(v: Any) -> bool:
@@ -111,7 +101,7 @@ def _cache_mismatch(v: Any) -> bool:
     if state is None or expected is None:
         return False
     try:
-        return bool(write_cache.mismatch(state, expected))
+        return bool(health.write_cache_mismatch(state, expected))
     except ValueError:
         return False
 
@@ -174,7 +164,7 @@ def _c_cache_compact(v: Any) -> Cell:
 
 
 def _hot(t: Dict[str, Any]) -> bool:
-    return t.get("limit_celsius") is not None and t["celsius"] >= t["limit_celsius"]
+    return health.temperature_hot(t["sensor"], t["celsius"], t.get("limit_celsius"))
 
 
 def _telling_temperature(temps: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -237,7 +227,7 @@ def _c_age(v: Any) -> Cell:
     age = _get(v, "data_age_seconds")
     if age is None:
         return "none", UNKNOWN
-    return human_duration(age).replace(" ", ""), (WARNING if age > STALE_WARNING_SECONDS else None)
+    return human_duration(age).replace(" ", ""), (WARNING if health.data_stale(age, _get(v, "power_state")) else None)
 
 
 def _c_health(v: Any) -> Cell:
@@ -414,6 +404,13 @@ def format_reasons(views: List[Any], color: bool = False, width: Optional[int] =
     return ("why flagged:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
+def format_holds(views: List[Any], width: Optional[int] = None) -> str:
+    """Issue 15: one line per drive that holds something: ``  sdb  holds: /var/lib/postgresql (md0, ext4)``."""
+    lines = [folded for v in views if v.get("holds")
+             for folded in _wrap(f"  {_get(v, 'device')}  holds: {holds_text(v['holds'])}", width, 4)]
+    return ("what the drives hold:\n" + "\n".join(lines) + "\n") if lines else ""
+
+
 # -- one drive in detail -------------------------------------------------------------
 
 LABEL_WIDTH = 13
@@ -478,6 +475,8 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
         folded = _wrap(f"  {label}   {reason}", width, 13)
         folded[0] = folded[0].replace(label, paint(label, fsev, color), 1)
         out.extend(folded)
+    if v.get("holds"):
+        line("holds", holds_text(v["holds"]))  # issue 15: what lives on the drive
     life = v.get("life_left_ratio")
     source = f"  ({v['life_left_source']})" if v.get("life_left_source") else ""
     line("life left", percent(life) + source, percent(life), _life_style(life))
@@ -527,7 +526,7 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
     if v.get("media_errors") is not None:
         bad.append(f"{v['media_errors']} media errors")
     line("bad blocks", ", ".join(bad) or "-")
-    # Where each figure came from, or why the agent gives none (collectors/smartctl_ata.py).
+    # Where each figure came from, or why the agent gives none (collectors/smartctl/ata.py).
     for index, row in enumerate(v.get("evidence") or []):
         text = (f"{row['label']} from {row['source']}" if row.get("state") == "given"
                 else f"{row['label']} WITHHELD: {row.get('reason', '')}")
@@ -641,7 +640,7 @@ def overall(drives: List[Dict[str, Any]]) -> str:
     no drive could be read at all."""
     if not any(has_health_data(d) for d in drives):
         return UNKNOWN
-    return max((d.get("severity") or OK for d in drives), key=severity_rank)
+    return health.worst_severity(d.get("severity") or OK for d in drives)
 
 
 def _agent_url(args, config) -> str:
@@ -723,6 +722,7 @@ def main(args, make_config) -> int:
                 else:
                     sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
                     sys.stdout.write(format_reasons(drives, color=color, width=width))
+                    sys.stdout.write(format_holds(drives, width=width))
                 sys.stdout.write(_footer(data, drives, severity, color, width))
             sys.stdout.flush()
         except BrokenPipeError:

@@ -1,8 +1,12 @@
 """What a person sees: one flat view per drive, with the reasons it is flagged.
 
 Shared by ``/api/v1/drives``, the status page and ``ssdfleet status`` so all three agree on
-"which drive, how bad, since when". The thresholds match the shipped alert rules
-(deploy/prometheus/ssdfleet-alerts.yml); docs/runbooks.md explains them.
+"which drive, how bad, since when". The thresholds and rules are agent/health.py's, the same
+as the shipped alert rules (deploy/prometheus/ssdfleet-alerts.yml).
+
+Exposition does no I/O: what a view needs beyond the snapshot (the drive's recent history,
+since when each flag is up) comes from a :class:`ViewState` that the poller hands every new
+snapshot in its listener thread, so a request renders from memory and never reads SQLite.
 """
 
 from __future__ import annotations
@@ -13,20 +17,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from agent import durability
-from agent.metrics import HEALTH_COLLECTORS, NVME_WARNING_BITS, effective_cache
-from collectors import write_cache
+from agent import durability, health
+from agent.health import CRITICAL, OK, WARNING
 from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
-
-OK, WARNING, CRITICAL = "ok", "warning", "critical"
-_RANK = {OK: 0, WARNING: 1, CRITICAL: 2}
-
-LIFE_WARNING = 0.10
-LIFE_CRITICAL = 0.03
-WEAROUT_WARNING_DAYS = 30
-WEAROUT_CRITICAL_DAYS = 7
-# Same bound as the SSDFleetDataStale alert: four SMART poll intervals of 300 s.
-STALE_WARNING_SECONDS = 1200
 
 # How much local history the views carry: a month shows a wear trend without making the
 # JSON heavy (samples are 10 minutes apart, so a month is ~4300 rows, thinned to this many).
@@ -95,6 +88,8 @@ class DriveView:
     # cannot tell), and whether the drive has power-loss protection (None: unknown).
     write_cache_flush_ignored: Optional[bool] = None
     power_loss_protection: Optional[bool] = None
+    # Issue 15 (collectors/holders.py): what the drive holds, as Holding dicts.
+    holds: List[Dict[str, Any]] = field(default_factory=list)
 
 
 def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, str]]:
@@ -116,13 +111,6 @@ def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, s
     return rows
 
 
-def critical_warning_bits(value: Optional[int]) -> List[str]:
-    """Names of the NVMe critical-warning bits set in ``value``."""
-    if not value:
-        return []
-    return [name for bit, name in NVME_WARNING_BITS if (value >> bit) & 1]
-
-
 def _projection_dict(p: Projection) -> Dict[str, Any]:
     return dataclasses.asdict(p)
 
@@ -139,7 +127,7 @@ def drive_view(d: Drive, now: float) -> DriveView:
         # was given; a NAND-domain rate is not a host rate, so it is not taken.
         rate = next((p.inputs["write_rate_bytes_per_second"] for p in d.projections
                      if "write_rate_bytes_per_second" in p.inputs and not p.inputs.get("nand_domain")), None)
-    health_times = [d.last_poll[c] for c in HEALTH_COLLECTORS if c in d.last_poll]
+    health_time = health.health_data_time(d.last_poll)
     view = DriveView(
         device=d.device,
         serial=d.serial,
@@ -163,11 +151,11 @@ def drive_view(d: Drive, now: float) -> DriveView:
         temperatures=[dataclasses.asdict(t) for t in r.temperatures],
         voltages=[dataclasses.asdict(v) for v in r.voltages],
         critical_warning=r.critical_warning,
-        critical_warning_bits=critical_warning_bits(r.critical_warning),
+        critical_warning_bits=health.critical_warning_bits(r.critical_warning),
         power_on_seconds=r.power_on_seconds,
         access_mode=r.access_mode,
         power_state=r.power_state,
-        write_cache=effective_cache(d),
+        write_cache=health.known_write_cache(d.write_cache),
         write_cache_expected=d.write_cache_expected,
         write_cache_sources=[dataclasses.asdict(s) for s in d.write_cache],
         write_rate_bytes_per_second=rate,
@@ -175,7 +163,7 @@ def drive_view(d: Drive, now: float) -> DriveView:
         wearout_timestamp=best.wearout_timestamp if best else None,
         wearout_method=best.method if best else None,
         projections=[_projection_dict(p) for p in d.projections],
-        data_age_seconds=(now - max(health_times)) if health_times else None,
+        data_age_seconds=(now - health_time) if health_time is not None else None,
         last_poll=dict(d.last_poll),
         sources=dict(r.sources),
         extra=dict(r.extra),
@@ -183,54 +171,52 @@ def drive_view(d: Drive, now: float) -> DriveView:
     )
     view.write_cache_flush_ignored = durability.flush_ignored(d.write_cache)
     view.power_loss_protection = d.power_loss_protection
+    view.holds = [dataclasses.asdict(h) for h in d.holds]
     view.flags = flags_for(view, d, now)
-    view.severity = max((f.severity for f in view.flags), key=_RANK.get, default=OK)
+    view.severity = health.worst_severity(f.severity for f in view.flags)
     return view
 
 
 def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
+    """The drive's flags, each rule as agent/health.py has it."""
     flags: List[Flag] = []
     r = d.reading
     if v.smart_healthy is False:
         flags.append(Flag(CRITICAL, "SMART overall health: FAILED", "smart_health"))
     if r.critical_warning:
-        bits = critical_warning_bits(r.critical_warning)
+        bits = v.critical_warning_bits
         flags.append(Flag(CRITICAL, "NVMe critical warning: " + ", ".join(bits or [hex(r.critical_warning)]),
                           "nvme_critical_warning"))
-    if v.access_mode == "readonly" or r.readonly:
+    if health.is_readonly(r):
         flags.append(Flag(CRITICAL, "drive is read-only", "readonly"))
-    elif v.access_mode == "reduced_write":
+    elif health.is_write_reduced(r):
         flags.append(Flag(CRITICAL, "drive is in reduced-write mode", "reduced_write"))
-    if v.life_left_ratio is not None:
-        if v.life_left_ratio < LIFE_CRITICAL:
-            flags.append(Flag(CRITICAL, f"life left {v.life_left_ratio:.0%}", "life_left"))
-        elif v.life_left_ratio < LIFE_WARNING:
-            flags.append(Flag(WARNING, f"life left {v.life_left_ratio:.0%}", "life_left"))
-    if v.wearout_timestamp is not None:
-        days = (v.wearout_timestamp - now) / 86400
-        if days < WEAROUT_CRITICAL_DAYS:
-            flags.append(Flag(CRITICAL, f"projected wear-out in {max(days, 0):.1f} days ({v.wearout_method})", "wearout"))
-        elif days < WEAROUT_WARNING_DAYS:
-            flags.append(Flag(WARNING, f"projected wear-out in {days:.0f} days ({v.wearout_method})", "wearout"))
-    if (v.spare_left_ratio is not None and v.spare_threshold_ratio is not None
-            and v.spare_left_ratio <= v.spare_threshold_ratio):
+    life = health.life_severity(v.life_left_ratio)
+    if life in (WARNING, CRITICAL):
+        flags.append(Flag(life, f"life left {v.life_left_ratio:.0%}", "life_left"))
+    wearout = health.wearout_severity(v.wearout_timestamp, now)
+    if wearout in (WARNING, CRITICAL):
+        days = (v.wearout_timestamp - now) / health.DAY_SECONDS
+        when = f"{max(days, 0):.1f}" if wearout == CRITICAL else f"{days:.0f}"
+        flags.append(Flag(wearout, f"projected wear-out in {when} days ({v.wearout_method})", "wearout"))
+    if health.spare_exhausted(v.spare_left_ratio, v.spare_threshold_ratio):
         flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}",
                           "spare"))
-    if v.write_cache is not None and write_cache.mismatch(v.write_cache, v.write_cache_expected):
+    if v.write_cache is not None and health.write_cache_mismatch(v.write_cache, v.write_cache_expected):
         flags.append(Flag(CRITICAL, f"write cache {v.write_cache}, expected {v.write_cache_expected}", "write_cache"))
-    if v.write_cache_flush_ignored and v.power_loss_protection is not True:
-        # As SSDWriteCacheFlushIgnored: a drive with power-loss protection may run so.
+    if health.flush_unprotected(v.write_cache_flush_ignored, v.power_loss_protection):
         flags.append(Flag(CRITICAL, "kernel sends no cache flush (queue/write_cache is write through) "
                                     "while the drive caches writes", "flush_ignored"))
     for t in r.temperatures:
-        if t.limit_celsius is not None and t.celsius >= t.limit_celsius:
+        if health.above_limit(t.celsius, t.limit_celsius):
             flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C",
                               f"temperature:{t.sensor}"))
+        elif health.above_ceiling(t.sensor, t.celsius, t.limit_celsius):
+            flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C above {health.temperature_ceiling(t.sensor):.0f} C "
+                                       "(no limit known for this sensor)", f"temperature:{t.sensor}"))
     if v.media_errors:
         flags.append(Flag(WARNING, f"{v.media_errors} media error{'' if v.media_errors == 1 else 's'}", "media_errors"))
-    # A standby drive is deliberately not woken for a poll, so its data ages harmlessly.
-    if (v.data_age_seconds is not None and v.data_age_seconds > STALE_WARNING_SECONDS
-            and v.power_state != "standby"):
+    if health.data_stale(v.data_age_seconds, v.power_state):
         flags.append(Flag(WARNING, f"health data is {v.data_age_seconds / 60:.0f} min old (last poll failed?)", "stale"))
     if v.data_age_seconds is None:
         # Known from sysfs only: no health tool ever answered for it. Its health is unknown,
@@ -279,41 +265,41 @@ def history_points(samples: Sequence[Any], now: float,
     return points
 
 
-def drive_history(history: Any, serial: str, now: float,
-                  window_seconds: float = HISTORY_WINDOW_SECONDS) -> List[Dict[str, Any]]:
-    """:func:`history_points` of one drive from a :class:`agent.history.History`."""
-    return history_points(history.samples(serial, since=now - window_seconds), now)
-
-
-def snapshot_views(snap: Snapshot, now: float, history: Any = None,
-                   flags: Optional[FlagTracker] = None) -> List[DriveView]:
-    """One view per drive, by device name. With ``history`` (a History), each view also
-    carries its thinned samples in ``history``; with ``flags``, each flag its ``since``."""
+def snapshot_views(snap: Snapshot, now: float, state: Optional[ViewState] = None) -> List[DriveView]:
+    """One view per drive, by device name. With ``state`` (fed the snapshots by the poller),
+    each view also carries its thinned history in ``history`` and each flag its ``since``;
+    nothing here reads the history file."""
     views = [drive_view(d, now) for d in drive_list(snap)]
-    if history is not None:
+    if state is not None:
         for v in views:
-            v.history = drive_history(history, v.serial, now)
-    if flags is not None:
-        for v in views:
+            v.history = state.history(v.serial)
             for f in v.flags:
-                f.since = flags.since(v.serial, f.key)
+                f.since = state.since(v.serial, f.key)
     return views
 
 
-class FlagTracker:
-    """Since when each drive's flags have been up: "which drive, how bad, since when".
+class ViewState:
+    """What the views show beyond the snapshot, taken from History when a snapshot arrives
+    (a poller listener, so no request waits on SQLite and none touches it):
 
-    The agent hands it every new snapshot (a poller listener, so no request waits on it). A
-    flag seen for the first time gets the snapshot's time; a flag that clears and comes back
-    starts again. With a History the times are saved whenever the set of flags changes and
-    read back at start, so a restart does not reset them; without one they live in memory.
+    * since when each drive's flags have been up: "which drive, how bad, since when". A flag
+      seen for the first time gets the snapshot's time; a flag that clears and comes back
+      starts again. With a History the times are saved whenever the set of flags changes and
+      read back at start, so a restart does not reset them; without one they live in memory.
+    * each drive's recent history, thinned (:func:`history_points`), for the sparklines, the
+      bad-block trend and ``ssdfleet status --drive``. Read again only when History has
+      accepted a sample or the set of drives changed (a snapshot comes every 15 s, a sample
+      every 10 minutes). Without a History, no drive has history (``None``: not asked).
     """
 
-    def __init__(self, history: Any = None) -> None:
+    def __init__(self, history: Any = None, window_seconds: float = HISTORY_WINDOW_SECONDS) -> None:
         self._history = history
+        self._window = window_seconds
         self._lock = threading.Lock()
         # saved before a restart: a flag still up at the first update keeps its time
         self._since: Dict[Tuple[str, str], float] = dict(history.flag_times()) if history is not None else {}
+        self._points: Dict[str, List[Dict[str, Any]]] = {}
+        self._points_key: Optional[Tuple[int, Tuple[str, ...]]] = None
 
     def update(self, snap: Snapshot, now: Optional[float] = None) -> None:
         now = snap.created if now is None else now
@@ -321,16 +307,41 @@ class FlagTracker:
         for d in snap.drives:
             view = drive_view(d, now)
             up.update((view.serial, f.key) for f in view.flags if f.key)
+        points = self._read_history(snap, now)
         with self._lock:
             before = dict(self._since)
             since = {key: before.get(key, now) for key in up}
             self._since = since
+            if points is not None:
+                self._points = points
         if since != before and self._history is not None:
             self._history.save_flag_times(since)
+
+    def _read_history(self, snap: Snapshot, now: float) -> Optional[Dict[str, List[Dict[str, Any]]]]:
+        """Each drive's thinned samples, or None when nothing changed since the last read."""
+        if self._history is None:
+            return None
+        serials = tuple(sorted({d.serial for d in snap.drives}))
+        key = (self._history.recorded_total, serials)
+        if key == self._points_key:
+            return None
+        points = {serial: history_points(self._history.samples(serial, since=now - self._window), now)
+                  for serial in serials}
+        self._points_key = key
+        return points
 
     def since(self, serial: str, key: str) -> Optional[float]:
         with self._lock:
             return self._since.get((serial, key))
+
+    def history(self, serial: str) -> Optional[List[Dict[str, Any]]]:
+        """The drive's thinned history as of the last snapshot; None without a History."""
+        if self._history is None:
+            return None
+        with self._lock:
+            return list(self._points.get(serial, ()))
+
+
 
 
 def flagged_first(views: Sequence[Any]) -> List[Any]:
@@ -339,7 +350,7 @@ def flagged_first(views: Sequence[Any]) -> List[Any]:
     def key(v: Any):
         sev = v.get("severity") if isinstance(v, dict) else v.severity
         device = v.get("device") if isinstance(v, dict) else v.device
-        return (-_RANK.get(sev or OK, 0), device or "")
+        return (-health.severity_rank(sev or OK), device or "")
     return sorted(views, key=key)
 
 
@@ -354,16 +365,7 @@ def series_change(points: Sequence[Dict[str, Any]], name: str) -> Optional[Dict[
 
 
 def worst(views: List[DriveView]) -> str:
-    return max((v.severity for v in views), key=_RANK.get, default=OK)
-
-
-def severity_rank(severity: str) -> int:
-    return _RANK.get(severity, 0)
-
-
-def exit_code(severity: str) -> int:
-    """Nagios plugin convention: 0 OK, 1 WARNING, 2 CRITICAL."""
-    return _RANK[severity]
+    return health.worst_severity(v.severity for v in views)
 
 
 # -- formatting shared by the page and the terminal -------------------------------------

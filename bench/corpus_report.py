@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from collectors import ata_attributes as attrs  # noqa: E402
-from collectors import smartctl_ata as ata  # noqa: E402
+from collectors.smartctl import attributes as attrs  # noqa: E402
+from collectors.smartctl import ata  # noqa: E402
 from collectors.model import DriveReading, ParseError  # noqa: E402
 from collectors.smartctl import NoSmartData, normalise_smartctl  # noqa: E402
-from collectors.smartctl_text import parse_smartctl_text  # noqa: E402
+from collectors.smartctl.text_report import parse_smartctl_text  # noqa: E402
 
 FOLDERS = ("smartctl-json", "smartctl-text", "smartctl-text-bsdhw")
 FIELDS = ("life_left_ratio", "host_written_bytes", "power_on_seconds")
@@ -127,7 +127,7 @@ def _tally(rep: Report, figure: str, agrees: bool, name: str) -> None:
 
 
 def _table(doc: Dict) -> List[attrs.Attribute]:
-    from collectors.smartctl import _attributes
+    from collectors.smartctl.json_report import _attributes
 
     return _attributes(doc)
 

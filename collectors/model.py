@@ -233,6 +233,27 @@ class Projection:
 
 
 @dataclass(frozen=True)
+class Holding:
+    """One thing a drive holds at the top of its block-device stack (collectors/holders.py):
+    a mounted filesystem, a ZFS pool, or an array or volume that is not mounted (``mountpoint``
+    empty). ``stack`` lists the layers between the drive and the filesystem, bottom first:
+    ``md0``, ``crypt:pgdata``, ``lvm:vg0/pg``, ``mpath:mpatha``, ``dm:name``, ``zfs:tank``
+    (``zfs:tank(log)`` for a log, cache or spare device)."""
+
+    mountpoint: str = ""
+    fstype: str = ""  # as /proc/mounts says: ext4, xfs, zfs; empty when not mounted
+    partition: str = ""  # the drive's partition the stack starts on (sdb1), empty for the whole drive
+    stack: Tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``/var/lib/postgresql (md0, ext4)``; ``md0 (not mounted)`` for an unmounted top."""
+        inner = list(self.stack) + ([self.fstype] if self.fstype else [])
+        if self.mountpoint:
+            return f"{self.mountpoint} ({', '.join(inner)})" if inner else self.mountpoint
+        return f"{' > '.join(self.stack) or self.partition or '?'} (not mounted)"
+
+
+@dataclass(frozen=True)
 class Drive:
     """The merged, normalised record for one drive, as served by the snapshot."""
 
@@ -246,6 +267,8 @@ class Drive:
     # True / False: the drive has / lacks power-loss protection (configuration or model table,
     # agent/durability.py); None: unknown.
     power_loss_protection: Optional[bool] = None
+    # What the drive holds: mounts, md arrays, LVM, dm-crypt, ZFS pools (collectors/holders.py).
+    holds: Tuple[Holding, ...] = ()
 
     @property
     def serial(self) -> str:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from collectors import diskstats_source, shannon_source, smartctl_source, syncwrite_source, write_cache_source
+from collectors import diskstats_source, holders, shannon_source, syncwrite_source, write_cache_source
 from collectors.fusionio import source as fusionio_source
 from collectors.plugin import source as plugin_source
+from collectors.smartctl import source as smartctl_source
 from collectors.source import SourceSpec
 
 SOURCES: Tuple[SourceSpec, ...] = (
@@ -18,6 +19,7 @@ SOURCES: Tuple[SourceSpec, ...] = (
     fusionio_source.SPEC,
     write_cache_source.SPEC,
     diskstats_source.SPEC,
+    holders.SPEC,
     syncwrite_source.SPEC,
     plugin_source.SPEC,
 )

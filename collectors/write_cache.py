@@ -50,20 +50,6 @@ SOURCE_HDPARM = "hdparm"
 SOURCE_NVME = "nvme_feature"
 SOURCE_SMARTCTL = "smartctl"
 
-# Which answer wins in effective_state(), best first. The drive's own answer comes first: the
-# kernel's view can be wrong in both directions. A USB/SAS bridge without a caching mode page
-# makes sd assume "write through" while the drive caches; writing "write through" to
-# queue/write_cache stops the kernel's flushes but leaves the drive's cache on. cache_type
-# ranks above queue/write_cache because it is the drive's mode page as sd read it, whereas
-# queue/write_cache can be overridden by hand and, for NVMe, only says a cache exists.
-SOURCE_PRIORITY: Tuple[str, ...] = (
-    SOURCE_HDPARM,
-    SOURCE_NVME,
-    SOURCE_SMARTCTL,
-    SOURCE_SCSI_CACHE_TYPE,
-    SOURCE_SYSFS_QUEUE,
-)
-
 # --------------------------------------------------------------------------------------------
 # hdparm -W
 #
@@ -393,48 +379,6 @@ def parse_smartctl_wcache_text(text: str, exit_status: Optional[int] = None) -> 
 
 
 # --------------------------------------------------------------------------------------------
-# Decisions
-# --------------------------------------------------------------------------------------------
-
-
-def effective_state(states: Sequence[WriteCacheState]) -> str:
-    """The one state to export: the best-ranked source that gave a known answer.
-
-    Ranking is SOURCE_PRIORITY (the drive's own answer over the kernel's, see there); within a
-    source the first known answer wins; sources not in the ranking come last. Unknown answers
-    are skipped. Returns CACHE_UNKNOWN when no source could tell.
-    """
-    rank = {source: i for i, source in enumerate(SOURCE_PRIORITY)}
-    best: Optional[Tuple[int, int, str]] = None
-    for order, item in enumerate(states):
-        if item.state == CACHE_UNKNOWN:
-            continue
-        key = (rank.get(item.source, len(SOURCE_PRIORITY)), order, item.state)
-        if best is None or key < best:
-            best = key
-    return best[2] if best is not None else CACHE_UNKNOWN
-
-
-def mismatch(effective: str, expected: Optional[str]) -> Optional[bool]:
-    """Whether the effective state breaks the configured expectation.
-
-    None when there is no expectation or the state is unknown (cannot tell, which is not the
-    same as "fine"). A drive with no volatile cache meets an expectation of "disabled" (nothing
-    can be lost) and breaks one of "enabled" (the fast fsync path is not there).
-    Raises ValueError for an expectation other than enabled/disabled.
-    """
-    if expected is None:
-        return None
-    if expected not in (CACHE_ENABLED, CACHE_DISABLED):
-        raise ValueError(f"expected write cache state must be enabled or disabled, not {expected!r}")
-    if effective == CACHE_UNKNOWN:
-        return None
-    if effective == CACHE_UNSUPPORTED:
-        return expected == CACHE_ENABLED
-    return effective != expected
-
-
-# --------------------------------------------------------------------------------------------
 # Reader
 # --------------------------------------------------------------------------------------------
 
@@ -453,7 +397,7 @@ class WriteCacheReader:
     not tell:
 
     * ``ata``: always ``hdparm -W``, since sysfs holds the kernel's view and the drive's may
-      differ (see SOURCE_PRIORITY); if hdparm cannot be started, ``smartctl -g wcache``.
+      differ (agent/health.py ranks the answers); if hdparm cannot be started, ``smartctl -g wcache``.
     * ``nvme``: always ``nvme get-feature -f 6`` on the controller (/dev/nvme0):
       queue/write_cache only says a volatile cache is present, never whether it is enabled.
       The controller node is used because nvme-cli puts the namespace id of a namespace

@@ -174,7 +174,8 @@ fi
 PIP="$DEST/bin/python -m pip --quiet"
 
 # Build from a copy: a build in the checkout would leave build/ and *.egg-info behind.
-PACKAGES=$(sed -n 's/^packages *= *\[\(.*\)\].*/\1/p' "$SRC/pyproject.toml" | tr -d '",' )
+# The top-level package folders (a sub-package such as collectors.smartctl comes with its parent).
+PACKAGES=$(sed -n 's/^packages *= *\[\(.*\)\].*/\1/p' "$SRC/pyproject.toml" | tr -d '",' | tr ' ' '\n' | grep -v '\.' )
 [ -n "$PACKAGES" ] || die "cannot read the package list from $SRC/pyproject.toml"
 mkdir -p "$TMP/src" "$TMP/wheel"
 for f in pyproject.toml README.md LICENSE; do

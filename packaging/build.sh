@@ -87,7 +87,8 @@ PIP=("$WORK/venv/bin/python" -m pip --quiet)
 
 # --------------------------------------------------------------------------- the wheel
 # From a copy of the files it is made of, so the checkout gains no build/ or *.egg-info.
-PACKAGES=$(sed -n 's/^packages *= *\[\(.*\)\].*/\1/p' "$SRC/pyproject.toml" | tr -d '",')
+# The top-level package folders (a sub-package such as collectors.smartctl comes with its parent).
+PACKAGES=$(sed -n 's/^packages *= *\[\(.*\)\].*/\1/p' "$SRC/pyproject.toml" | tr -d '",' | tr ' ' '\n' | grep -v '\.')
 [ -n "$PACKAGES" ] || die "cannot read the package list from pyproject.toml"
 cp "$SRC/pyproject.toml" "$SRC/README.md" "$WORK/src/"
 for pkg in $PACKAGES; do cp -R "$SRC/$pkg" "$WORK/src/$pkg"; done

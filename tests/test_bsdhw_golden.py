@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
-from collectors.smartctl_text import parse_smartctl_text_reading
+from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import ROOT, fixture_path
 
 GOLDEN = ROOT / "tests" / "golden" / "bsdhw"

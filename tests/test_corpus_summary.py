@@ -25,7 +25,7 @@ import yaml
 from collectors.model import DriveReading, ParseError
 from collectors.nvme_cli import parse_id_ctrl_text, parse_intel_smart_log_add, parse_list_json, parse_smart_log_json
 from collectors.smartctl import NoSmartData, parse_scan_json, parse_scan_text, parse_smartctl_json
-from collectors.smartctl_text import parse_smartctl_text_reading
+from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import ROOT, fixture_files
 from tests.test_smartctl_corpus import _carries_host_writes, _carries_wear, _is_ssd
 
@@ -224,7 +224,7 @@ def test_corpus_summary(capsys) -> None:
     wear_share = (total.carry_wear - len(total.missing_life) - len(total.withheld_life)) / total.carry_wear
     write_share = (total.carry_writes - len(total.missing_writes) - len(total.withheld_writes)) / total.carry_writes
     # Coverage is not correctness: a figure is given only where the evidence establishes it
-    # (collectors/smartctl_ata.py); the rest is withheld with its reason. Every file that carries
+    # (collectors/smartctl/ata.py); the rest is withheld with its reason. Every file that carries
     # a wear indicator or a write counter must end in one or the other.
     lines.append(f"life left given for {wear_share:.1%} of SSD files with a wear indicator, "
                  f"{len(total.withheld_life)} withheld with a reason; host writes given for {write_share:.1%} "

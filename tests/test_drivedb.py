@@ -1,4 +1,4 @@
-"""collectors/drivedb.py: smartmontools' drive database read as data, and what happens when the
+"""collectors/smartctl/drivedb.py: smartmontools' drive database read as data, and what happens when the
 file the user points at is missing, unreadable or garbage."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from collectors.smartctl_source import use_drive_database
-from collectors import drivedb
+from collectors.smartctl.source import use_drive_database
+from collectors.smartctl import drivedb
 
 DB = drivedb.bundled()
 

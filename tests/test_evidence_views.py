@@ -11,7 +11,7 @@ from agent.page import render_page
 from agent.status import format_drive
 from agent.views import drive_view
 from collectors.model import Drive, Snapshot
-from collectors.smartctl_text import parse_smartctl_text_reading
+from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import read_fixture
 
 KINGFAST = "smartctl-text-bsdhw/bsdhw__SSD_KingFast_SSD_16GB_C8F2EFADA009.txt"

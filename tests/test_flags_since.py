@@ -1,4 +1,4 @@
-"""Since when a drive has been flagged: the tracker the agent feeds with every snapshot, its
+"""Since when a drive has been flagged: the ViewState the agent feeds with every snapshot, its
 times saved in the history file across restarts, and what the API, the page and the status
 command show of them."""
 
@@ -10,7 +10,7 @@ import sqlite3
 from agent.history import History
 from agent.page import render_page
 from agent.status import format_reasons
-from agent.views import FlagTracker, snapshot_views
+from agent.views import ViewState, snapshot_views
 from tests.conftest import fixture_path
 from tests.fakehost import build_default_host
 from tests.test_e2e_agent import NVME1_SERIAL, SDA_SERIAL
@@ -25,7 +25,7 @@ def test_since_is_the_first_snapshot_with_the_flag_and_restarts_when_it_clears(t
     host = build_default_host(tmp_path)
     clock = Clock()
     poller = make_poller(host, clock, collectors=["smartctl", "write_cache"])
-    tracker = FlagTracker()
+    tracker = ViewState()
     try:
         poller.run_discovery()
         poller.run("smartctl")
@@ -33,16 +33,16 @@ def test_since_is_the_first_snapshot_with_the_flag_and_restarts_when_it_clears(t
         t1 = clock.now
         tracker.update(poller.snapshot())
         # nvme1 has 7 media errors from the start; sda is fine.
-        flags = _keys(snapshot_views(poller.snapshot(), t1, flags=tracker), NVME1_SERIAL)
+        flags = _keys(snapshot_views(poller.snapshot(), t1, state=tracker), NVME1_SERIAL)
         assert flags["media_errors"].since == t1
-        assert not _keys(snapshot_views(poller.snapshot(), t1, flags=tracker), SDA_SERIAL)
+        assert not _keys(snapshot_views(poller.snapshot(), t1, state=tracker), SDA_SERIAL)
 
         # An hour on, sda's write cache goes off: a new flag with its own time; the old one keeps t1.
         clock.now += 3600
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
         poller.run("write_cache")
         tracker.update(poller.snapshot())
-        views = snapshot_views(poller.snapshot(), clock.now, flags=tracker)
+        views = snapshot_views(poller.snapshot(), clock.now, state=tracker)
         assert _keys(views, SDA_SERIAL)["write_cache"].since == t1 + 3600
         assert _keys(views, NVME1_SERIAL)["media_errors"].since == t1
 
@@ -71,7 +71,7 @@ def test_flag_times_survive_a_restart_through_the_history_file(tmp_path):
         poller.run("smartctl")
         first = poller.snapshot()
         history = History(path)
-        FlagTracker(history).update(first)
+        ViewState(history).update(first)
         history.close()
         t1 = first.created
 
@@ -79,7 +79,7 @@ def test_flag_times_survive_a_restart_through_the_history_file(tmp_path):
         clock.now += 86400
         poller.run("smartctl")
         history = History(path)
-        tracker = FlagTracker(history)
+        tracker = ViewState(history)
         assert tracker.since(NVME1_SERIAL, "media_errors") == t1
         tracker.update(poller.snapshot())
         assert tracker.since(NVME1_SERIAL, "media_errors") == t1
@@ -99,7 +99,7 @@ def test_an_unwritable_history_keeps_the_times_in_memory(tmp_path):
         poller.run("smartctl")
         history = History(str(tmp_path / "h.sqlite"))
         history._conn.close()  # what a vanished or broken file looks like to every later call
-        tracker = FlagTracker(history)
+        tracker = ViewState(history)
         tracker.update(poller.snapshot())
         assert tracker.since(NVME1_SERIAL, "media_errors") == poller.snapshot().created
         assert history.errors_total >= 1
@@ -111,14 +111,14 @@ def test_page_and_status_show_since_when(tmp_path):
     host = build_default_host(tmp_path)
     clock = Clock()
     poller = make_poller(host, clock)
-    tracker = FlagTracker()
+    tracker = ViewState()
     try:
         poller.run_discovery()
         poller.run("smartctl")
         tracker.update(poller.snapshot())
         clock.now += 2.5 * 3600
-        html = render_page(poller.snapshot(), clock.now, flags=tracker, hostname="db1")
-        views = snapshot_views(poller.snapshot(), clock.now, flags=tracker)
+        html = render_page(poller.snapshot(), clock.now, state=tracker, hostname="db1")
+        views = snapshot_views(poller.snapshot(), clock.now, state=tracker)
     finally:
         poller.stop()
     assert 'data-key="media_errors"' in html

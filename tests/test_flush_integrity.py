@@ -17,7 +17,7 @@ import pytest
 from agent import durability
 from agent.metrics import make_registry
 from agent.poller import Poller
-from collectors import smartctl_text
+from collectors.smartctl import text_report as smartctl_text
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, WriteCacheState
 from tests.conftest import fixture_path
 from tests.fakehost import AgentProcess, build_default_host

@@ -33,9 +33,10 @@ from hypothesis import strategies as st
 from agent.config import ConfigError, load_config
 from agent.privhelper import PROTOCOL_VERSION, HelperRunner, ProbeHelper, Refused, Validator
 from agent.webconfig import WebConfigError, parse_web_config
-from collectors import blockdev, diskstats, nvme_cli, shannon, smartctl, smartctl_text, write_cache
+from collectors import blockdev, diskstats, nvme_cli, shannon, smartctl, write_cache
 from collectors.fusionio import parse as fusionio_parse
 from collectors.plugin.contract import parse_document
+from collectors.smartctl import text_report as smartctl_text
 from collectors.model import ParseError
 from collectors.runner import ToolResult
 from tests.conftest import FIXTURES, ROOT, fixture_files, read_fixture

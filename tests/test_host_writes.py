@@ -25,7 +25,7 @@ import pytest
 
 from collectors.model import ParseError
 from collectors.smartctl import normalise_smartctl
-from collectors.smartctl_text import parse_smartctl_text
+from collectors.smartctl.text_report import parse_smartctl_text
 from tests.conftest import fixture_files, read_fixture
 
 TOLERANCE = 0.05

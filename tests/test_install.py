@@ -89,7 +89,8 @@ def test_install_twice_then_uninstall(tmp_path, checkout):
     assert os.access(script, os.X_OK)
     assert script.read_text().splitlines()[0] == f"#!{dest}/bin/python"
     site = next((dest / "lib").glob("python3.*/site-packages"))
-    for module in ("agent/privhelper.py", "agent/cli.py", "collectors/smartctl.py"):
+    for module in ("agent/privhelper.py", "agent/cli.py", "collectors/smartctl/json_report.py",
+                   "collectors/smartctl/data/drivedb.h"):
         assert (site / module).read_bytes() == (checkout / module).read_bytes(), module
     assert not list(site.glob("ssdfleet-*.dist-info/direct_url.json")), "temporary paths recorded"
     # Data files ship too: the simulator's real tool layouts (ssdfleet agent --simulate).

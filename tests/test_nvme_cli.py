@@ -27,7 +27,7 @@ from collectors.nvme_cli import (
     smart_log_doc,
 )
 from collectors.smartctl import parse_smartctl_json
-from collectors.smartctl_text import parse_smartctl_text_reading
+from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import read_fixture
 
 N = "nvme-cli/"

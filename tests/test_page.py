@@ -27,7 +27,7 @@ import pytest
 from agent.history import History, Sample
 from agent.page import render_page, sparkline
 from agent.poller import Poller
-from agent.views import history_points
+from agent.views import ViewState, history_points
 from collectors.model import DriveReading, Snapshot
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, AgentProcess, FakeHost, build_default_host
@@ -414,7 +414,9 @@ def test_render_page_on_a_real_poll_with_in_memory_history(tmp_path):
     poller = Poller(host.config())
     try:
         snap = poller.poll_once()
-        page = render_page(snap, time.time(), history=poller.history, hostname="db-<7>")
+        state = ViewState(poller.history)
+        state.update(snap)
+        page = render_page(snap, time.time(), state=state, hostname="db-<7>")
     finally:
         poller.stop()
     root = parse(page)

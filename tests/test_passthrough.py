@@ -1,4 +1,4 @@
-"""One table of smartctl -d types (collectors/passthrough.py): the poller's label, the
+"""One table of smartctl -d types (collectors/smartctl/passthrough.py): the poller's label, the
 normaliser's block device and the probe helper's allow-list agree for every type smartctl(8)
 documents. Before, three lists disagreed: with -d jmb39x,N every disk behind the bridge was
 labelled sda and given /dev/sda's diskstats and write cache, and the helper refused jmb39x,
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.smartctl_source import SmartTarget
+from collectors.smartctl.source import SmartTarget
 from agent.privhelper import Refused, Validator
-from collectors import passthrough
+from collectors.smartctl import passthrough
 from collectors.smartctl import normalise_smartctl
 
 # smartctl 7.3's -h, "-d TYPE": one example of each form, and sssraid (7.4).

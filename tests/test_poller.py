@@ -14,7 +14,7 @@ import pytest
 from agent.config import Config, Paths, Tools
 from agent.metrics import make_registry
 from agent.poller import Poller
-from collectors.smartctl_source import STANDBY_MAX_SKIPS
+from collectors.smartctl.source import STANDBY_MAX_SKIPS
 from collectors.smartctl import STANDBY_EXIT_STATUS
 from tests.conftest import fixture_path, read_fixture
 from tests.fakehost import FakeHost, build_default_host

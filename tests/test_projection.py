@@ -413,7 +413,7 @@ def test_seed_003_intel_335_from_what_smartctl_prints():
     number, not "335") gets that rating from the table, with no override."""
     from agent.endurance import rated_endurance
     from agent.projection import project_rated
-    from collectors.smartctl_text import parse_smartctl_text_reading
+    from collectors.smartctl.text_report import parse_smartctl_text_reading
     from tests.conftest import read_fixture
 
     text = read_fixture("smartctl-text-bsdhw/bsdhw__SSD_Intel_SSDSC2CT240A4_E554F9853ED8.txt").decode()

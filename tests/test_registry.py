@@ -77,7 +77,24 @@ def test_the_helper_runs_only_the_tools_of_sources_with_helper_rules(tmp_path):
     assert set(TOOL_NAMES) == wanted
     validator = Validator(Config())
     with pytest.raises(Refused, match="unknown tool"):
-        validator.check(["zpool", "status"])
+        validator.check(["rm", "-rf", "/"])
+    assert validator.check(["zpool", "status", "-P"]).argv == ("zpool", "status", "-P")
+    with pytest.raises(Refused):
+        validator.check(["zpool", "destroy", "tank"])
     # A tool a source runs, asked with arguments no source builds, is refused with its name.
     with pytest.raises(Refused):
         validator.check(["smartctl", "--xall", "/dev/sda"])
+
+
+def test_every_package_folder_is_listed_for_installation():
+    """A source that is a folder (collectors/smartctl/) must ship: pyproject.toml lists every
+    package, sub-packages too."""
+    import re
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    listed = set(re.findall(r'"([a-z_.]+)"', re.search(r"^packages *= *\[(.*)\]", text, re.M).group(1)))
+    found = {str(p.parent.relative_to(ROOT)).replace("/", ".")
+             for top in ("agent", "collectors", "simulator") for p in (ROOT / top).rglob("__init__.py")}
+    assert listed == found

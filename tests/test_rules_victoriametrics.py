@@ -219,7 +219,12 @@ def test_promtool_case_on_victoriametrics(victoriametrics_factory, tmp_path, fil
     # see what earlier ones recorded; promtool's minute of slack covers the order).
     for index, group in enumerate(needed_groups(case)):
         rule_file = tmp_path / f"group-{index}.yml"
-        rule_file.write_text(yaml.safe_dump({"groups": [copy.deepcopy(group)]}, sort_keys=False), encoding="utf-8")
+        group = copy.deepcopy(group)
+        for rule in group["rules"]:
+            # vmalert -replay refuses the `query` template function (the summaries name what the
+            # drive holds from ssd_drive_holds_info, issue 15); replay compares ALERTS labels only.
+            rule.pop("annotations", None)
+        rule_file.write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False), encoding="utf-8")
         chained = any(
             metric_names(rule["expr"]) & {r.get("record") for r in group["rules"][:i]}
             for i, rule in enumerate(group["rules"])

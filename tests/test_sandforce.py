@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from collectors import drivedb
-from collectors.smartctl import COMPRESSING_WRITE_AMPLIFICATION_RANGE
-from collectors.smartctl_text import parse_smartctl_text_reading
+from collectors.smartctl import drivedb
+from collectors.smartctl.json_report import COMPRESSING_WRITE_AMPLIFICATION_RANGE
+from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import fixture_path
 
 B = "smartctl-text-bsdhw/bsdhw__"

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
-from collectors import ata_attributes as attrs
+from collectors.smartctl import attributes as attrs
 from collectors.model import ParseError
 from collectors.runner import ToolResult
 from collectors.smartctl import (

@@ -16,7 +16,7 @@ import yaml
 
 from collectors.model import ParseError
 from collectors.smartctl import NoSmartData, ScanEntry, normalise_smartctl, parse_scan_text, parse_smartctl_json
-from collectors.smartctl_text import (
+from collectors.smartctl.text_report import (
     parse_smartctl_text,
     parse_smartctl_text_reading,
     smartctl_version,

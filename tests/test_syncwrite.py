@@ -312,7 +312,9 @@ def test_the_poller_runs_the_probe_and_exports_it(tmp_path):
     host.diskstats("   8       0 sda 1 0 8 1 1 0 8 1 0 1 1\n")
     wal = tmp_path / "pg_wal"
     wal.mkdir()
-    poller = Poller(host.config(collectors=["diskstats"], syncwrite={
+    # A collector like any other: in the collectors list (the default list has it) and active
+    # once it has directories.
+    poller = Poller(host.config(collectors=["diskstats", "syncwrite"], syncwrite={
         "directories": [str(wal)], "writes": 20, "min_free_bytes": 0, "min_free_ratio": 0.0}))
     try:
         poller.poll_once()

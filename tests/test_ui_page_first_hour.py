@@ -8,6 +8,7 @@ import time
 from agent.history import History
 from agent.page import render_page
 from agent.poller import Poller
+from agent.views import ViewState
 from collectors.model import DriveReading
 from tests.fakehost import build_default_host
 from tests.test_e2e_agent import SHANNON_SERIAL
@@ -30,7 +31,9 @@ def test_two_samples_twenty_minutes_apart(tmp_path):
             history.record(SHANNON_SERIAL, ts, DriveReading(
                 kind="seed", device="seed", serial=SHANNON_SERIAL, life_left_ratio=r.life_left_ratio,
                 host_written_bytes=written, bad_block_ratio=r.bad_block_ratio))
-        root = parse(render_page(snap, now, history=history, hostname="h"))
+        state = ViewState(history)
+        state.update(snap, now)
+        root = parse(render_page(snap, now, state=state, hostname="h"))
     finally:
         history.close()
     row = next(x for x in drive_rows(root) if x.attrs["data-serial"] == SHANNON_SERIAL)

@@ -1,6 +1,6 @@
 """collectors.write_cache: parsers on tool outputs, the reader on a fake sysfs tree and fake
 tool executables (shell scripts that replay fixtures by their arguments, run through the real
-run_tool)."""
+run_tool), and the rules of agent/health.py that pick the effective state from their answers."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 
+from agent.health import effective_write_cache, write_cache_mismatch
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
@@ -26,8 +27,6 @@ from collectors.model import (
 )
 from collectors.write_cache import (
     WriteCacheReader,
-    effective_state,
-    mismatch,
     parse_hdparm_w,
     parse_hdparm_w_multi,
     parse_nvme_feature_vwc,
@@ -375,7 +374,7 @@ def test_smartctl_wcache_text_malformed(raw):
         parse_smartctl_wcache_text(raw)
 
 
-# effective state and mismatch ------------------------------------------------------------------
+# effective state and mismatch (agent/health.py) -----------------------------------------------
 
 
 def S(state: str, source: str) -> WriteCacheState:
@@ -406,7 +405,7 @@ def S(state: str, source: str) -> WriteCacheState:
     ],
 )
 def test_effective_state(states, effective):
-    assert effective_state(states) == effective
+    assert effective_write_cache(states) == effective
 
 
 @pytest.mark.parametrize(
@@ -423,12 +422,12 @@ def test_effective_state(states, effective):
     ],
 )
 def test_mismatch(effective, expected, result):
-    assert mismatch(effective, expected) is result
+    assert write_cache_mismatch(effective, expected) is result
 
 
 def test_mismatch_rejects_a_bad_expectation():
     with pytest.raises(ValueError):
-        mismatch(CACHE_ENABLED, "on")
+        write_cache_mismatch(CACHE_ENABLED, "on")
 
 
 # reader with fake tools ------------------------------------------------------------------------
@@ -478,14 +477,14 @@ def test_ata_drive_kernel_and_drive_agree(tmp_path):
         WriteCacheState(CACHE_ENABLED, "scsi_cache_type"),
         WriteCacheState(CACHE_ENABLED, "hdparm"),
     ]
-    assert mismatch(effective_state(states), CACHE_ENABLED) is False
+    assert write_cache_mismatch(effective_write_cache(states), CACHE_ENABLED) is False
 
 
 def test_ata_drive_with_cache_off(tmp_path):
     hdparm = fake_tool(tmp_path, "hdparm", {"-W /dev/sdb": (HD + "sdb_off.out", None, 0)})
     states = reader(tmp_path, hdparm=hdparm).read("sdb", KIND_ATA)
     assert [s.state for s in states] == [CACHE_DISABLED] * 3
-    assert mismatch(effective_state(states), CACHE_ENABLED) is True
+    assert write_cache_mismatch(effective_write_cache(states), CACHE_ENABLED) is True
 
 
 def test_ata_behind_usb_bridge_the_drive_wins(tmp_path):
@@ -496,7 +495,7 @@ def test_ata_behind_usb_bridge_the_drive_wins(tmp_path):
         ("scsi_cache_type", CACHE_DISABLED),
         ("hdparm", CACHE_ENABLED),
     ]
-    assert effective_state(states) == CACHE_ENABLED
+    assert effective_write_cache(states) == CACHE_ENABLED
 
 
 def test_hdparm_missing_falls_back_to_smartctl(tmp_path):
@@ -511,14 +510,14 @@ def test_hdparm_missing_falls_back_to_smartctl(tmp_path):
     assert [s.source for s in states] == ["sysfs_queue", "scsi_cache_type", "smartctl"]
     assert states[2] == WriteCacheState(CACHE_ENABLED, "smartctl")
     assert r.unavailable == {str(tmp_path / "not-installed"): f"{tmp_path / 'not-installed'}: not found"}
-    assert effective_state(states) == CACHE_ENABLED
+    assert effective_write_cache(states) == CACHE_ENABLED
 
 
 def test_hdparm_and_smartctl_both_missing(tmp_path):
     r = reader(tmp_path)
     states = r.read("sdb", KIND_ATA)
     assert [s.source for s in states] == ["sysfs_queue", "scsi_cache_type"]
-    assert effective_state(states) == CACHE_DISABLED  # the kernel's view is all there is
+    assert effective_write_cache(states) == CACHE_DISABLED  # the kernel's view is all there is
     assert list(r.unavailable) == [str(tmp_path / "not-installed")]
 
 
@@ -572,7 +571,7 @@ def test_nvme_asks_the_controller(tmp_path):
     nvme = fake_tool(tmp_path, "nvme", {"get-feature /dev/nvme0 -f 6": (NV + "vwc_off_v2.out", None, 0)})
     states = reader(tmp_path, nvme=nvme).read("nvme0n1", KIND_NVME)
     assert states == [WriteCacheState(CACHE_ENABLED, "sysfs_queue"), WriteCacheState(CACHE_DISABLED, "nvme_feature")]
-    assert effective_state(states) == CACHE_DISABLED
+    assert effective_write_cache(states) == CACHE_DISABLED
 
 
 def test_nvme_without_volatile_cache(tmp_path):
@@ -610,8 +609,8 @@ def test_scsi_without_sysfs_asks_smartctl(tmp_path):
 def test_shannon_on_old_kernel_has_no_answer(tmp_path):
     states = reader(tmp_path).read("dfa", KIND_SHANNON)
     assert states == []
-    assert effective_state(states) == CACHE_UNKNOWN
-    assert mismatch(effective_state(states), CACHE_ENABLED) is None
+    assert effective_write_cache(states) == CACHE_UNKNOWN
+    assert write_cache_mismatch(effective_write_cache(states), CACHE_ENABLED) is None
 
 
 def test_unreadable_sysfs_value_is_unknown_not_an_exception(tmp_path):

@@ -6,7 +6,7 @@ Device Statistics pages, fixed units) and vendor attributes (whose meaning, colu
 by firmware). The rules here:
 
 1. **Vocabulary.** An attribute's printed name only means something when smartmontools' drive
-   database vouches for it on this model (:mod:`collectors.drivedb`). Names printed by an older
+   database vouches for it on this model (:mod:`collectors.smartctl.drivedb`). Names printed by an older
    database are replaced by the newer one's; a drive neither database describes has default names
    only, and a default name is not read as a life figure or a volume.
 2. **Rank.** The standard wins over a vendor attribute when it passes its checks; a vendor
@@ -28,8 +28,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from collectors import ata_attributes as attrs
-from collectors import drivedb, evidence
+from collectors import evidence
+from collectors.smartctl import attributes as attrs
+from collectors.smartctl import drivedb
 
 _DEVSTAT_ALL_ONES = (1 << 48) - 1
 _DEVSTAT_WRAP = 1 << 32

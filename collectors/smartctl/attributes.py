@@ -415,7 +415,7 @@ class Attribute:
     raw: Optional[int]
     raw_string: Optional[str] = None
     # How far smartmontools' drive database vouches for ``name`` on this model
-    # (collectors.drivedb: named, confirmed, default, unknown_drive). Rows without a model
+    # (collectors.smartctl.drivedb: named, confirmed, default, unknown_drive). Rows without a model
     # family read life and volume only off vouched names: on a drive the database does not
     # describe, a default name such as 241 Total_LBAs_Written says nothing about the unit.
     trust: str = "named"

@@ -27,8 +27,11 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from collectors import drivedb, evidence, passthrough, smartctl, smartctl_text
+from collectors import evidence
 from collectors.model import DriveReading, ParseError
+from collectors.smartctl import drivedb, passthrough
+from collectors.smartctl import json_report as smartctl
+from collectors.smartctl import text_report as smartctl_text
 from collectors.source import (
     Command,
     HelperChecks,

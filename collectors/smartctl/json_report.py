@@ -11,7 +11,7 @@
 
 :func:`normalise_smartctl` turns such a dict into a :class:`DriveReading`; the text parser for
 smartmontools 5.x/6.x builds dicts in the same shape and calls it too, so every lookup here
-is defensive. ATA attribute meanings come from the table in :mod:`collectors.ata_attributes`.
+is defensive. ATA attribute meanings come from the table in :mod:`collectors.smartctl.attributes`.
 
 The exit status is a bitmask: bit 0 (command line) and bit 1 (device open / identify failed)
 mean there is no data; bits 2-7 are findings (checksum error, SMART failing, attributes at or
@@ -27,11 +27,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from collectors import ata_attributes as attrs
-from collectors import evidence, passthrough
-from collectors import smartctl_ata as ata
+from collectors import evidence
 from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from collectors.runner import ToolResult, run_tool
+from collectors.smartctl import ata, passthrough
+from collectors.smartctl import attributes as attrs
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
 # cannot happen otherwise: bit 0 (bad command line) makes smartctl stop before it opens the
@@ -509,7 +509,7 @@ def _nvme(doc: Dict[str, Any], d: _Draft) -> None:
 
 def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     """ATA attributes named by the drive database, and device statistics: the evidence rules
-    live in :mod:`collectors.smartctl_ata`."""
+    live in :mod:`collectors.smartctl.ata`."""
     vocab = ata.vocabulary(_attributes(doc), doc)
     findings = attrs.interpret_attributes(vocab.attributes, vocab.family, d.model, d.sector,
                                           require_vouched=d.is_ssd is not False)

@@ -35,6 +35,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from collectors.model import DriveReading, ParseError
+from collectors.smartctl.json_report import NoSmartData, normalise_smartctl
 
 __all__ = [
     "parse_smartctl_text",
@@ -49,13 +50,8 @@ __all__ = [
 def _no_smart_data(reason: str) -> ParseError:
     """The error for output that is valid smartctl but carries no SMART data.
 
-    ``NoSmartData`` belongs to :mod:`collectors.smartctl` (the JSON side raises it too, so the
-    poller handles one type). It is imported lazily to keep the modules free of import cycles.
+    ``NoSmartData`` is the JSON side's too, so the source handles one type.
     """
-    try:
-        from collectors.smartctl import NoSmartData
-    except ImportError:  # pragma: no cover - only while collectors.smartctl is being written
-        return ParseError(reason)
     return NoSmartData(reason)
 
 
@@ -672,8 +668,6 @@ def parse_smartctl_text(text: str, device: Optional[str] = None) -> Dict[str, An
 
 def parse_smartctl_text_reading(text: str, device: Optional[str] = None) -> DriveReading:
     """Text output straight to the normalised record (via the JSON-side normaliser)."""
-    from collectors.smartctl import normalise_smartctl
-
     return normalise_smartctl(parse_smartctl_text(text, device), device)
 
 
