@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from collectors import registry
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
@@ -126,9 +127,10 @@ def temperature_hot(sensor: str, celsius: float, limit_celsius: Optional[float])
 
 # -- freshness (SSDFleetDataStale) ------------------------------------------------------------
 
-# The collectors whose answer is a health reading; the others (diskstats, write cache) say
-# nothing about wear or errors.
-HEALTH_SOURCES = ("smartctl", "shannon")
+# The collectors whose answer is a health reading, as the registry lists them: every source that
+# does not only annotate drives others found (diskstats, write cache, holders say nothing about
+# wear or errors). smartctl, shannon, fusionio, plugin ...
+HEALTH_SOURCES = tuple(spec.name for spec in registry.SOURCES if spec.annotates is None)
 # Four SMART poll intervals of 300 s. A drive in standby is not woken for a poll (by design),
 # so its data ages without anything being wrong.
 STALE_WARNING_SECONDS = 1200.0

@@ -25,8 +25,9 @@ from typing import Any, Dict, Optional
 from collectors.model import DriveReading
 
 # Bytes per second a link can move at most, by drive kind: SATA 3 (600 MB/s), SAS-4
-# (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s).
-LINK_BYTES_PER_SECOND = {"ata": 600e6, "scsi": 2.4e9, "nvme": 32e9, "shannon": 8e9}
+# (24 Gb/s: 2.4 GB/s), NVMe on PCIe 5.0 x8 (32 GB/s), a Shannon card on PCIe 3.0 x8 (8 GB/s),
+# an ioMemory card on PCIe 2.0 x16 (the ioDrive Octal: 8 GB/s).
+LINK_BYTES_PER_SECOND = {"ata": 600e6, "scsi": 2.4e9, "nvme": 32e9, "shannon": 8e9, "fusionio": 8e9}
 MAX_DRIVE_WRITES = 100_000  # full-capacity writes over a drive's life: SLC's rated P/E
 MAX_RATED_CYCLES = 30_000  # the highest rated P/E among MLC/TLC drives, for the life check
 MAX_POWER_ON_SECONDS = 20 * 365.25 * 86400
@@ -41,6 +42,8 @@ def bytes_problem(
     what: str = "host bytes written",
 ) -> Optional[str]:
     """Why a byte volume cannot be true for this drive, or None."""
+    if isinstance(value, int) and value > MAX_COUNTER:  # an int may be beyond float range
+        return f"{what} ({len(str(value))} digits) is beyond any drive's lifetime (over 2**63)"
     if not math.isfinite(value) or value < 0:
         return f"{what} is {value!r}"
     if value > MAX_COUNTER:
@@ -72,6 +75,8 @@ def written_against_life_problem(
 
 
 def power_on_problem(seconds: float) -> Optional[str]:
+    if isinstance(seconds, int) and seconds > MAX_POWER_ON_SECONDS:  # may be beyond float range
+        return f"power-on time ({len(str(seconds))} digits of seconds) is over 20 years"
     if not math.isfinite(seconds) or seconds < 0:
         return f"power-on time {seconds!r}"
     if seconds > MAX_POWER_ON_SECONDS:
@@ -88,7 +93,7 @@ def counter_problem(value: object) -> Optional[str]:
     if value < 0:
         return f"{value} is negative"
     if value > MAX_COUNTER:
-        return f"{value:.4g} is over 2**63"
+        return f"{value:.4g} is over 2**63" if isinstance(value, float) else f"{len(str(value))} digits is over 2**63"
     return None
 
 

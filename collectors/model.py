@@ -18,13 +18,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-# Drive kinds. "shannon" is a Shannon Direct-IO PCIe card read through shannon-status.
+# Drive kinds. "shannon" is a Shannon Direct-IO PCIe card read through shannon-status,
+# "fusionio" a Fusion-io / SanDisk ioMemory module read through fio-status, "plugin" a drive
+# an operator's plug-in command reports (docs/plugins.md).
 KIND_SHANNON = "shannon"
+KIND_FUSIONIO = "fusionio"
+KIND_PLUGIN = "plugin"
 KIND_ATA = "ata"
 KIND_NVME = "nvme"
 KIND_SCSI = "scsi"
 KIND_BLOCK = "block"  # known only from sysfs: no tool could read its health
-KINDS = (KIND_SHANNON, KIND_ATA, KIND_NVME, KIND_SCSI, KIND_BLOCK)
+KINDS = (KIND_SHANNON, KIND_FUSIONIO, KIND_ATA, KIND_NVME, KIND_SCSI, KIND_PLUGIN, KIND_BLOCK)
 
 
 _MASKED_SERIAL = re.compile(r"^(?:[Xx*]+|-+|\.+|0+|REDACTED|unknown|none|n/a)$", re.IGNORECASE)

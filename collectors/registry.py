@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 from collectors import diskstats, holders, syncwrite, write_cache
+from collectors.fusionio import source as fusionio
 from collectors.nvme_vendor import source as nvme_vendor
+from collectors.plugin import source as plugin
 from collectors.shannon import source as shannon
 from collectors.smartctl import source as smartctl
 from collectors.source import SourceSpec
@@ -16,11 +18,13 @@ from collectors.source import SourceSpec
 SOURCES: Tuple[SourceSpec, ...] = (
     shannon.SPEC,
     smartctl.SPEC,
+    fusionio.SPEC,
     write_cache.SPEC,
     nvme_vendor.SPEC,
     diskstats.SPEC,
     holders.SPEC,
     syncwrite.SPEC,
+    plugin.SPEC,
 )
 
 BY_NAME: Dict[str, SourceSpec] = {spec.name: spec for spec in SOURCES}

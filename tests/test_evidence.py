@@ -80,3 +80,14 @@ def test_poller_withholds_a_counter_that_went_backwards(tmp_path):
     assert before > 0 and after.host_written_bytes is None
     assert "went backwards" in after.extra["host_written_bytes_withheld"]
     assert after.life_left_ratio is not None and after.power_on_seconds is not None
+
+
+def test_integers_beyond_float_range_are_refused_not_crashed_on():
+    """Found by fuzzing nvme-cli's JSON (data_units_read: 1e308 times 512,000 is an int no
+    float holds): every bound check answers with a reason instead of raising OverflowError."""
+    from collectors import evidence
+
+    huge = 10 ** 400
+    assert "2**63" in evidence.bytes_problem(huge, None, None, "nvme")
+    assert "20 years" in evidence.power_on_problem(huge)
+    assert "2**63" in evidence.counter_problem(huge)

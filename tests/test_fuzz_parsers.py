@@ -34,7 +34,9 @@ from agent.config import ConfigError, load_config
 from agent.privhelper import PROTOCOL_VERSION, HelperRunner, ProbeHelper, Refused, Validator
 from agent.webconfig import WebConfigError, parse_web_config
 from collectors import blockdev, diskstats, shannon, smartctl, write_cache
+from collectors.fusionio import parse as fusionio_parse
 from collectors.nvme_vendor import nvme_cli
+from collectors.plugin.contract import parse_document
 from collectors.smartctl import text_report as smartctl_text
 from collectors.model import ParseError
 from collectors.runner import ToolResult
@@ -106,6 +108,12 @@ SCSI_CACHE_TYPE = [read_fixture(p.relative_to(FIXTURES).as_posix())
 DISKSTATS = _files("iostat/proc-diskstats")
 WEBCONFIG_DIR = FIXTURES / "webconfig"
 WEBCONFIG = _files("webconfig", ".yml")
+FIO_STATUS = [p.read_bytes() for p in fixture_files("fusionio", ".txt")]
+PLUGIN_DOCS = [json.dumps({"ssdfleet_plugin": 1, "drives": [
+    {"serial": "MB123", "life_left_ratio": 0.97, "host_written_bytes": 10**12, "sources": {
+        "life_left_ratio": "memmonitor 'life: 97%'", "host_written_bytes": "memmonitor 'host write: 1 TB'"}},
+    {"wwn": "5000c500a1b2c3d4", "temperatures": [{"sensor": "controller", "celsius": 55.0}],
+     "sources": {"temperatures": "x"}, "withheld": {"nand_written_bytes": "not printed"}}]}).encode()]
 NVME_SMART_LOG = [p.read_bytes() for p in fixture_files("nvme-cli") if "smart-log" in p.name]
 NVME_LIST = [p.read_bytes() for p in fixture_files("nvme-cli") if "nvme-list" in p.name]
 NVME_ID_CTRL = [p.read_bytes() for p in fixture_files("nvme-cli") if "IdentifyController" in p.name]
@@ -284,6 +292,8 @@ PARSERS: Dict[str, tuple] = {
     "nvme_cli.parse_id_ctrl_text+id_ctrl_identity": (_id_ctrl, NVME_ID_CTRL, ParseError),
     "nvme_cli.parse_intel_smart_log_add+intel_smart_fields": (_intel_log, NVME_INTEL, ParseError),
     "smartctl.smartctl_version+supports_json": (_versions, VERSIONS, ParseError),
+    "fusionio.parse_status": (_call_str(fusionio_parse.parse_status), FIO_STATUS, ParseError),
+    "plugin.parse_document": (lambda data: parse_document(data, "fuzz"), PLUGIN_DOCS, ParseError),
 }
 
 

@@ -205,6 +205,11 @@ REFUSED = {
     "nvme format": ["nvme", "format", "/dev/nvme0"],
     "shannon on a disk": ["shannon-status", "-p", "/dev/sda"],
     "shannon extra": ["shannon-status", "-a", "-x"],
+    "fio-status extra": ["fio-status", "-a", "-x"],
+    "fio-status json (never built)": ["fio-status", "-fj"],
+    "fio-status device": ["fio-status", "/dev/fct0"],
+    "fio-format": ["fio-format", "/dev/fct0"],
+    "a plug-in's argv": ["/usr/local/lib/ssdfleet/memblaze-plugin", "--all"],
     "wcache set": ["smartctl", "-s", "wcache,off", "-d", "sat", "/dev/sda"],
     "empty argv": [],
 }

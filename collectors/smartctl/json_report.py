@@ -337,9 +337,15 @@ def _ratio_left(percent_used: float) -> float:
 # tell compression from a partial counter, so a figure below 1 is not reported.
 WRITE_AMPLIFICATION_RANGE = (1.0, 50.0)
 COMPRESSING_WRITE_AMPLIFICATION_RANGE = (0.1, 50.0)
-# Intel's 520 and 330/335 series are SandForce SF-2281 drives under Intel's name (their drive
-# database entries keep SandForce's attribute layout: 225 host writes in 32 MiB, 233 wear).
-_COMPRESSING_FAMILY = re.compile(r"SandForce|Seagate Nytro|Intel 520|Intel 330/335", re.IGNORECASE)
+# Intel's 520, 330/335 and 53x/Pro 1500 series are SandForce SF-2281 drives under Intel's name
+# (their drive database entries keep SandForce's attribute layout: 225 host writes in 32 MiB,
+# 233 wear; drivedb.h marks "Intel 53x and Pro 1500/2500 Series SSDs" "SandForce SF-2281").
+# Their NAND writes are 249 NAND_Writes_1GiB, as the drive database names it for each of them;
+# the other SF-2281 drives ("SandForce Driven SSDs": Kingston HyperX, OCZ Vertex 3, Corsair
+# Force 3 ...) have 233 named SandForce_Internal there, a counter nothing documents, so it is
+# not read as NAND writes (tests/test_sandforce.py).
+_COMPRESSING_FAMILY = re.compile(r"SandForce|Seagate Nytro|Intel 520|Intel 330/335|Intel 53x and Pro 1500",
+                                 re.IGNORECASE)
 
 # A temperature of 0 C is what a drive without a sensor reports (RAID volumes, Crucial m4,
 # SCT status on cheap firmware); below -40 C or above 150 C no drive is working: garbage.

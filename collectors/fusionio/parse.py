@@ -1,0 +1,316 @@
+"""``fio-status -a`` (Fusion-io / SanDisk ioMemory VSL utilities) into drive readings.
+
+The tool prints one block per adapter, one per ioMemory module (``fct0``: the control device
+whose health this is) and one per block device (``fioa``), separated by blank lines::
+
+    Adapter: Single Controller Adapter
+    \tFusion-io ioDrive2 1.205TB, Product Number:F00-001-1T20-CS-0001, SN:1241D0259, ...
+    \tConnected ioMemory modules:
+    \t  fct0:\tProduct Number:F00-001-1T20-CS-0001, SN:1241D0259
+
+    fct0\tAttached
+    \tioDrive2 Adapter Controller, Product Number:F00-001-1T20-CS-0001, SN:1241D0259
+    \tFirmware v7.1.15, rev 110356 Public
+    \t1205.00 GBytes device size
+    \tFormat: v500, 2353515625 sectors of 512 bytes
+    \tInternal temperature: 64.47 degC, max 64.97 degC
+    \tReserve space status: Healthy; Reserves: 100.00%, warn at 10.00%
+    \tRated PBW: 17.00 PB, 99.46% remaining
+    \tLifetime data volumes:
+    \t   Physical bytes written: 92,553,058,889,120
+    \t   Physical bytes read   : 82,741,942,333,288
+    \tContained VSUs:
+    \t  fioa:\tID:0, UUID:...
+
+The older VSL 2.x layout says ``fct0 Attached as 'fioa' (block device)``, ``Media status:``
+where 3.x says ``Reserve space status:``, and adds ``Board temperature``; plain
+``fio-status`` (without ``-a``) leaves out the volumes and the rated PBW.
+
+Units, each established from the captures in tests/fixtures/fusionio/:
+
+* ``GBytes`` are 10^9 bytes: ``1205.00 GBytes`` beside ``2353515625 sectors of 512 bytes``
+  (1,205,000,000,000), ``322.55 GBytes`` beside ``78,748,288 sectors, 4096 bytes``; the
+  sector count wins when it is printed;
+* ``PB`` in ``Rated PBW`` is 10^15 bytes and the ``% remaining`` is counted against the
+  *physical* bytes written: 92,553,058,889,120 / 17.00e15 = 0.54% used, 99.46% remaining;
+  29,684,767,106,744 / 5.00e15 = 0.59%, 99.41%. So the volumes are media-side (physical)
+  bytes, the domain the rating is in: they become ``nand_written_bytes``; the tool prints no
+  host-side (logical) volume, so host bytes are left to /proc/diskstats and withheld here;
+  a volume that does not give the printed share (off by more than 1%) is withheld;
+* temperatures in ``degC``, voltages in ``V``, percentages with ``%``.
+
+Only ``Healthy`` is a reserve status a public capture shows; any other word is kept verbatim
+(``extra["reserve_status"]``) and the health flag withheld with the reason, never guessed.
+The parser is pure and raises only :class:`~collectors.model.ParseError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Dict, List, Optional, Tuple
+
+from collectors.model import DriveReading, ParseError, Temperature, Voltage
+
+KIND = "fusionio"
+TOOL = "fio-status"
+
+_MODULE_HEAD = re.compile(r"^(fct\d+)\s+(Attached|Detached|Unattached|Busy|Offline|Online|Minimal|Failed)\b(.*)$",
+                          re.IGNORECASE)
+_ADAPTER_HEAD = re.compile(r"^Adapter:\s*(.*)$")
+_DRIVER = re.compile(r"^(?:Fusion-io driver version|Driver version):\s*(.+?)\s*$")
+_SN = re.compile(r"\bSN:\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_PN = re.compile(r"Product Number:\s*([A-Za-z0-9._-]+)")
+_FIRMWARE = re.compile(r"^Firmware\s+v?([0-9][0-9.]*)(?:,\s*rev\s+([0-9]+))?")
+_SIZE = re.compile(r"^([0-9][0-9,]*(?:\.[0-9]+)?)\s+GBytes\s+(?:block\s+)?device size"
+                   r"(?:,\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s+GBytes physical device size)?")
+_FORMAT = re.compile(r"^Format:.*?([0-9][0-9,]*)\s+sectors(?:\s+of|,)\s+([0-9]+)\s+bytes")
+_TEMP = re.compile(r"^(Internal|Board) temperature:\s*(-?[0-9]+(?:\.[0-9]+)?)\s*degC"
+                   r"(?:,\s*max\s+(-?[0-9]+(?:\.[0-9]+)?)\s*degC)?")
+_VOLT = re.compile(r"^(Internal|Aux) voltage:\s*avg\s+([0-9]+(?:\.[0-9]+)?)V(?:,?\s*max\s+([0-9]+(?:\.[0-9]+)?)V)?")
+_RESERVE = re.compile(r"^(?:Reserve space status|Media status):\s*([^;]+?)\s*;\s*Reserves:\s*([0-9]+(?:\.[0-9]+)?)%"
+                      r"(?:,\s*warn at\s+([0-9]+(?:\.[0-9]+)?)%)?")
+_PBW = re.compile(r"^Rated PBW:\s*([0-9]+(?:\.[0-9]+)?)\s*PB,\s*([0-9]+(?:\.[0-9]+)?)%\s*remaining")
+_VOLUME = re.compile(r"^Physical bytes (written|read)\s*:\s*([0-9][0-9,]*)\s*$")
+_ATTACHED_AS = re.compile(r"Attached as '([a-z]+)'")
+_VSU = re.compile(r"^(fio[a-z]+):")
+_PLP = re.compile(r"^Powerloss protection:\s*(\S+)")
+
+_TEMP_RANGE = (-40.0, 150.0)
+
+
+def _number(text: str, line: str) -> float:
+    value = float(text.replace(",", ""))
+    if not math.isfinite(value):
+        raise ParseError(f"not a finite number in {line!r}")
+    return value
+
+
+def _integer(text: str, line: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+", text):
+        raise ParseError(f"badly grouped number {text!r} in {line!r}")
+    return int(text.replace(",", ""))
+
+
+def _blocks(text: str) -> List[List[str]]:
+    blocks: List[List[str]] = []
+    current: List[str] = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            if current:
+                blocks.append(current)
+                current = []
+            continue
+        current.append(raw.rstrip())
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def parse_status(text: str) -> List[DriveReading]:
+    """Every ioMemory module ``fio-status [-a]`` lists, as readings (control device order).
+
+    Raises :class:`ParseError` for text that is not fio-status output at all, or that holds
+    a module block whose figures cannot be read; returns ``[]`` for a host with no devices
+    (``Found 0 ioMemory devices``)."""
+    if "\x00" in text:
+        raise ParseError("binary data in fio-status output")
+    blocks = _blocks(text)
+    driver: Optional[str] = None
+    adapters: Dict[str, Tuple[str, Optional[str], Optional[str]]] = {}  # fctN -> (product, PN, SN)
+    modules: List[Tuple[str, str, List[str]]] = []
+    vsus: Dict[str, Tuple[str, ...]] = {}  # fioX block -> its lines
+    recognised = False
+    for block in blocks:
+        head = block[0].strip()
+        for line in block:
+            m = _DRIVER.match(line.strip())
+            if m:
+                driver = m.group(1)
+                recognised = True
+        if re.match(r"^Found \d+ (ioMemory device|ioDrive)", head):
+            recognised = True
+            continue
+        m = _ADAPTER_HEAD.match(head)
+        if m:
+            recognised = True
+            body = [b.strip() for b in block[1:]]
+            product = body[0] if body else ""
+            name = product.split(",")[0].strip() or None
+            pn = _PN.search(product)
+            sn = _SN.search(product)
+            for line in body:
+                c = re.match(r"^(fct\d+):", line)
+                if c:
+                    adapters[c.group(1)] = (name or "", pn.group(1) if pn else None, sn.group(1) if sn else None)
+            continue
+        m = _MODULE_HEAD.match(head)
+        if m:
+            recognised = True
+            modules.append((m.group(1), m.group(2) + m.group(3), [b.strip() for b in block[1:]]))
+            continue
+        if re.match(r"^fio[a-z]+\s", head):
+            recognised = True
+            vsus[head.split()[0]] = tuple(b.strip() for b in block)
+    if not recognised:
+        first = next((b[0] for b in blocks), "")
+        raise ParseError(f"not fio-status output: {first[:80]!r}")
+    return [_module(fct, state, lines, adapters.get(fct), driver) for fct, state, lines in modules]
+
+
+def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[str]) -> DriveReading:
+    sources: Dict[str, str] = {}
+    extra: Dict[str, str] = {"fio_state": state.strip()}
+    serial = model = firmware = block = None
+    capacity = physical_capacity = None
+    sector_bytes = None
+    temps: List[Temperature] = []
+    volts: List[Voltage] = []
+    spare = spare_warn = life = None
+    healthy: Optional[bool] = None
+    nand_written = None
+    m = _ATTACHED_AS.search(state)
+    if m:
+        block = m.group(1)
+    in_vsus = False
+    for line in lines:
+        if line.startswith("Contained VSUs"):
+            in_vsus = True
+            continue
+        if in_vsus:
+            v = _VSU.match(line)
+            if v and block is None:
+                block = v.group(1)
+            continue
+        if serial is None and not line.startswith("Located in"):
+            s = _SN.search(line)
+            if s:
+                serial = s.group(1)
+                model = line.split(",")[0].strip() or None
+                pn = _PN.search(line)
+                if pn:
+                    extra["product_number"] = pn.group(1)
+                continue
+        m = _FIRMWARE.match(line)
+        if m:
+            firmware = m.group(1) + (f" rev {m.group(2)}" if m.group(2) else "")
+            continue
+        m = _SIZE.match(line)
+        if m:
+            capacity = int(round(_number(m.group(1), line) * 1e9))
+            sources["capacity_bytes"] = f"{TOOL} '{m.group(1)} GBytes device size' (GBytes = 10^9 bytes)"
+            if m.group(2):
+                physical_capacity = int(round(_number(m.group(2), line) * 1e9))
+            continue
+        m = _FORMAT.match(line)
+        if m:
+            sectors, sector_bytes = _integer(m.group(1), line), int(m.group(2))
+            if sector_bytes not in (512, 4096, 520, 4160):
+                raise ParseError(f"{fct}: sector size {sector_bytes} in {line!r}")
+            capacity = sectors * sector_bytes
+            sources["capacity_bytes"] = f"{TOOL} 'Format: {m.group(1)} sectors of {sector_bytes} bytes'"
+            continue
+        m = _TEMP.match(line)
+        if m:
+            celsius = _number(m.group(2), line)
+            high = _number(m.group(3), line) if m.group(3) else None
+            for t in (celsius, high):
+                if t is not None and not _TEMP_RANGE[0] <= t <= _TEMP_RANGE[1]:
+                    raise ParseError(f"{fct}: impossible temperature in {line!r}")
+            sensor = "controller" if m.group(1) == "Internal" else "board"
+            temps.append(Temperature(sensor, celsius, max_celsius=high))
+            sources[f"temperature_{sensor}"] = f"{TOOL} '{m.group(1)} temperature' degC"
+            continue
+        m = _VOLT.match(line)
+        if m:
+            rail = "internal" if m.group(1) == "Internal" else "auxiliary"
+            volts.append(Voltage(rail, _number(m.group(2), line),
+                                 _number(m.group(3), line) if m.group(3) else None))
+            continue
+        m = _RESERVE.match(line)
+        if m:
+            status = m.group(1).strip()
+            spare = round(_number(m.group(2), line) / 100, 6)
+            spare_warn = _number(m.group(3), line) / 100 if m.group(3) else None
+            if not 0 <= spare <= 1 or (spare_warn is not None and not 0 <= spare_warn <= 1):
+                raise ParseError(f"{fct}: reserve percentage out of 0..100 in {line!r}")
+            label = line.split(":")[0]
+            sources["spare_left_ratio"] = f"{TOOL} '{label}: Reserves: {m.group(2)}%'"
+            extra["reserve_status"] = status
+            if status.lower() == "healthy":
+                healthy = True
+                sources["smart_healthy"] = f"{TOOL} '{label}: {status}'"
+            else:
+                extra["smart_healthy_withheld"] = (
+                    f"{TOOL} '{label}: {status}': no public capture shows what this status means")
+            continue
+        m = _PBW.match(line)
+        if m:
+            rated = _number(m.group(1), line)
+            left = _number(m.group(2), line)
+            if not 0 <= left <= 100:
+                raise ParseError(f"{fct}: rated PBW remaining {left}% out of 0..100")
+            life = round(left / 100, 6)
+            sources["life_left_ratio"] = f"{TOOL} 'Rated PBW: {m.group(1)} PB, {m.group(2)}% remaining'"
+            extra["rated_pbw_bytes"] = str(int(round(rated * 1e15)))
+            continue
+        m = _VOLUME.match(line)
+        if m:
+            value = _integer(m.group(2), line)
+            if m.group(1) == "written":
+                nand_written = value
+                sources["nand_written_bytes"] = (
+                    f"{TOOL} 'Physical bytes written' (bytes; media-side: the rated PBW's % remaining "
+                    "is counted against it)")
+            else:
+                extra["physical_bytes_read"] = str(value)
+            continue
+        m = _PLP.match(line)
+        if m:
+            extra["powerloss_protection"] = m.group(1)
+    if serial is None:
+        raise ParseError(f"{fct}: no serial number (SN:) in its block")
+    rated_bytes = int(extra["rated_pbw_bytes"]) if "rated_pbw_bytes" in extra else None
+    if nand_written is not None and life is not None and rated_bytes:
+        # The tool counts "% remaining" against these very bytes (see the module doc): a
+        # volume that does not give the printed share is in some other unit or domain.
+        implied = 1 - nand_written / rated_bytes
+        if abs(implied - life) > 0.01:
+            extra["nand_written_bytes_withheld"] = (
+                f"{TOOL} 'Physical bytes written' {nand_written:,} is {nand_written / rated_bytes:.2%} of the "
+                f"rated PBW, but the tool prints {life:.2%} remaining: not the volume the rating counts")
+            sources.pop("nand_written_bytes", None)
+            nand_written = None
+    if adapter:
+        name, pn, asn = adapter
+        if name:
+            extra["module_model"] = model or ""
+            model = name
+        if asn and asn != serial:
+            extra["adapter_serial"] = asn
+    if nand_written is not None:
+        extra["host_written_bytes_withheld"] = (
+            f"{TOOL} prints physical (media-side) volumes only; host writes come from /proc/diskstats")
+    return DriveReading(
+        kind=KIND,
+        device=f"/dev/{fct}",
+        serial=serial,
+        model=model,
+        vendor="Fusion-io",
+        firmware=firmware,
+        driver_version=driver,
+        block_device=block,
+        is_ssd=True,
+        capacity_bytes=capacity,
+        physical_capacity_bytes=physical_capacity,
+        logical_sector_bytes=sector_bytes,
+        smart_healthy=healthy,
+        life_left_ratio=life,
+        spare_left_ratio=spare,
+        spare_threshold_ratio=spare_warn,
+        nand_written_bytes=nand_written,
+        temperatures=tuple(temps),
+        voltages=tuple(volts),
+        sources=sources,
+        extra=extra,
+    )

@@ -1,0 +1,100 @@
+"""The Fusion-io source: ``fio-status -a`` lists every ioMemory module with its health, in
+one call (the tool takes no device argument we need); the parser is
+:func:`collectors.fusionio.parse.parse_status`.
+
+A host without the VSL utilities and without ``fio*`` block devices is no failure: the tool is
+simply not there. A missing or failing tool while ``fioX`` devices exist is one error."""
+
+from __future__ import annotations
+
+import logging
+from typing import Dict, List, Optional, Tuple
+
+from collectors import evidence
+from collectors.fusionio import parse
+from collectors.model import DriveReading, ParseError
+from collectors.runner import ToolResult, run_tool
+from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
+
+log = logging.getLogger("ssdfleet.fusionio")
+
+PROBE = "fio-status -a"  # the host-wide call is quarantined under this name
+
+
+class FioStatus:
+    """Runs ``fio-status``; parses nothing. The builder the probe helper's rule rebuilds."""
+
+    def __init__(self, tool: str = "fio-status", runner=run_tool, timeout: float = 20.0) -> None:
+        self.tool = tool
+        self.runner = runner
+        self.timeout = timeout
+
+    def status_all(self) -> ToolResult:
+        """``fio-status -a``: every adapter, module and block device, all fields."""
+        return self.runner([self.tool, "-a"], timeout=self.timeout)
+
+
+def _has_cards(block_devices) -> bool:
+    return any(str(name).startswith("fio") for name in block_devices)
+
+
+class FusionioSource(Source):
+    def __init__(self, ctx: SourceContext) -> None:
+        super().__init__(ctx)
+        self.tool = FioStatus(ctx.tool_paths["fio_status"], ctx.run, ctx.config.tool_timeout_seconds)
+        self._readings: Dict[str, Tuple[DriveReading, float]] = {}  # control device -> reading
+
+    def run(self, budget: Optional[float] = None) -> RunResult:
+        errors: List[str] = []
+        now = self.ctx.clock()
+        has_cards = _has_cards(self.ctx.block_devices())
+        result = self.ctx.probe(PROBE, self.tool.status_all)
+        cards: Optional[Dict[str, DriveReading]] = None
+        if result is None:
+            errors.append("fio-status -a: skipped, an earlier call is stuck")
+        elif not has_cards and (not result.ok_to_parse or result.exit_code != 0 or not result.stdout.strip()):
+            log.debug("fio-status: %s, and no fioX devices: no ioMemory cards here", result.describe())
+            cards = {}
+        elif not result.ok_to_parse or result.exit_code != 0:
+            errors.append(f"fio-status -a: {result.describe()}")
+        else:
+            text = result.stdout.decode("utf-8", "replace")
+            try:
+                cards = {r.device: r for r in parse.parse_status(text)}
+            except ParseError as exc:
+                errors.append(f"fio-status -a: {exc}")
+        for e in errors:
+            log.warning("fusionio: %s", e)
+        if cards is None:  # a failed pass keeps what was known (its age shows in data age)
+            return RunResult(tuple(errors))
+        known: Dict[str, Tuple[DriveReading, float]] = {}
+        for device, reading in cards.items():
+            before = self._readings.get(device)
+            reading = evidence.monotone(before[0] if before else None, evidence.contain(reading))
+            known[device] = (reading, now)
+            self.ctx.record(reading.identity, now, reading)
+        self._readings = known
+        return RunResult(tuple(errors))
+
+    def report(self) -> Report:
+        return Report(readings=dict(self._readings))
+
+
+def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Command]:
+    if tool != "fio-status":
+        return None
+    if args == ["-a"]:
+        path = checks.paths["fio_status"]
+        return checks.match(tool, "status", args, [built(lambda r: FioStatus(path, r).status_all())])
+    raise Refused(f"arguments are not an allowed fio-status command: {' '.join(args)!r}")
+
+
+SPEC = SourceSpec(
+    name="fusionio",
+    help="Fusion-io / SanDisk ioMemory PCIe flash through fio-status -a",
+    interval=60.0,
+    build=FusionioSource,
+    tools={"fio_status": ("fio-status", "fio-status")},
+    helper=helper_rule,
+    priority=20,
+)
