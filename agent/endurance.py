@@ -3,21 +3,23 @@
 Vendors state endurance one of three ways, and the table keeps whichever the spec sheet uses:
 
 * TBW/PBW: host bytes the warranty covers, per model and capacity;
-* DWPD over the warranty years: TBW = DWPD x capacity x 365 x years (how Intel, Samsung and
-  Micron data-centre briefs derive their TBW, rounded);
+* DWPD over the warranty years: TBW = DWPD x capacity x 365 x years (how Intel and Samsung
+  data-centre specifications derive their TBW, rounded);
 * P/E cycles of the NAND: capacity x cycles is *NAND* bytes; the projection divides it by the
   write amplification to get host bytes.
 
 Model strings are matched the way smartctl and nvme-cli print them: the part number
-(``INTEL SSDSC2BA400G3``, ``SAMSUNG MZ7LM960HMJP-00005``, ``Micron_7300_MTFDHBE1T9TDF``)
+(``INTEL SSDSC2BA400G3``, ``INTEL SSDPE2MD400G4``, ``SAMSUNG MZQLB960HAJR-00007``)
 more often than the marketing name, so each entry matches both where they differ.
 
-Each row cites its source (``cite``): a vendor product specification where one was found, the
-seed document where the figure is the author's; rows no vendor document at hand confirms are
-marked UNCITED and their rating says "[uncited]". Entries marked ``approximate`` are the
-class rather than the per-capacity TBW. Models whose rating depends on a variant we cannot tell from the model string (Micron
-5100/5200/5300 ECO/PRO/MAX share part-number prefixes) are left out on purpose: a wrong
-rating is worse than none. Users can add or correct any entry with ``overrides``.
+Every row cites its source (``cite``): a vendor product specification, with its order number
+or revision where it has one, the phrase that states the rating and the address it was read
+at; or the seed document where the figure is the author's. A row no such document supports is
+not in the table: an unsupported rating must not drive a wear-out date, so a drive without a
+cited row gets no rated projection (the trend and the drive's own life figure still apply)
+until the user adds its rating with ``overrides``. Models whose rating depends on a variant we
+cannot tell from the model string (Micron 5100/5200/5300 ECO/PRO/MAX share part-number
+prefixes) are left out on purpose: a wrong rating is worse than none.
 """
 
 from __future__ import annotations
@@ -56,42 +58,27 @@ class _Rating:
     cite: str = ""
 
 
-# Where a row's figure comes from. Every row names its source (a vendor product
-# specification with its order number and where it was read, or the seed document the figure
-# is taken from); a row whose figure no vendor document at hand confirms says so with
-# UNCITED, and its rating's ``source`` carries "[uncited]" so a user sees how far to trust it
-# (tests/test_endurance_citations.py keeps the list of those rows closed).
-UNCITED = "UNCITED: figure as remembered; no vendor document for it was found"
+# Rows removed for want of a vendor document (issue 16): Intel DC S3500, S3510, S3520, D3-S4510,
+# D3-S4610, DC P4510, P4610; Samsung PM863, SM863, PM883, PM1725, PM9A3; Micron 7300, 7400,
+# 9300. Their figures were remembered, not read: no product specification stating them was
+# found in the sources searched (tests/test_endurance_citations.py keeps every row cited).
+# Put one back only with its document, or rate such a drive with ``overrides``.
 
 # Order matters: the first matching pattern wins, so specific entries come before generic.
 _TABLE: Tuple[_Rating, ...] = (
-    # Intel DC SATA. SSDSC2BB..G4 = S3500, ..G6 = S3510, SSDSC2BA = S3700, SSDSC2BX = S3610.
-    _Rating("Intel DC S3500", r"S3500|SSDSC2BB\d{3}G4|SSDSC2BB\d{3}T4", dwpd=0.3, cite=UNCITED),
-    _Rating("Intel DC S3510", r"S3510|SSDSC2BB\d{3}G6|SSDSC2BB\d{3}T6", dwpd=0.3, cite=UNCITED),
-    _Rating(
-        "Intel DC S3520",
-        r"S3520|SSDSC2BB\d{3}G7|SSDSC2BB\d{3}T7|SSDSCKJB\d{3}G7",
-        dwpd=1.0,
-        note="approximate",
-        cite=UNCITED,
-    ),
+    # Intel DC SATA. SSDSC2BA..G3 = S3700, SSDSC2BX = S3610.
     _Rating("Intel DC S3610", r"S3610|SSDSC2BX", dwpd=3.0,
             cite="Intel SSD DC S3610 Series Product Specification, order 331342-005US: 'Endurance: 3 drive "
                  "writes per day ... for 5 years' (https://manualmachine.com/intel/ssdsc2bx800g401/8105768-user-manual)"),
     _Rating("Intel DC S3700", r"S3700|SSDSC2BA\d{3}G3", dwpd=10.0,
             cite="Intel SSD DC S3700 Series Product Specification: 'Endurance: 10 drive writes per day for 5 years' "
                  "(https://docslib.org/doc/12283368/intel%C2%AE-solid-state-drive-dc-s3700-series)"),
-    _Rating(
-        "Intel D3-S4510", r"S4510|SSDSC2KB\d{3}[GT]8|SSDSCKKB\d{3}G8", dwpd=2.0, note="approximate", cite=UNCITED
-    ),
     # The DC S4500 and S4600 rows are gone: their product specification (Intel SSD DC
     # S4500/S4600 Series Product Specification, https://manualzz.com/doc/48879893) rates them
     # "up to 7.64 PBW" and "up to 10.84 PBW" (JESD219) for the largest capacities, about 0.55
     # and 1.5 drive writes a day over 5 years, not the 1 and 3 the table had; the per-capacity
     # figures were not at hand, and a rating too high is worse than none.
-    _Rating("Intel D3-S4610", r"S4610|SSDSC2KG\d{3}[GT]8", dwpd=3.0, note="approximate", cite=UNCITED),
-    # Intel DC NVMe. SSDPE2ME/SSDPEDME = P3600, SSDPE2MD/SSDPEDMD = P3700,
-    # SSDPE2KX..T8 = P4510, SSDPE2KE..T8 = P4610.
+    # Intel DC NVMe. SSDPE2ME/SSDPEDME = P3600, SSDPE2MD/SSDPEDMD = P3700.
     _Rating("Intel DC P3600", r"P3600|SSDPE(?:2|D)ME", dwpd=3.0,
             cite="Intel SSD DC P3600 Series Product Specification, order 330569-002US: 'Up to 10.95 PBW ... "
                  "3 Drive Writes/day (JESD219 workload)' (2 TB x 3 x 365 x 5 y = 10.95 PB) "
@@ -101,8 +88,6 @@ _TABLE: Tuple[_Rating, ...] = (
                  "10 Drive Writes/day (JESD219 workload)' (2 TB x 10 x 365 x 5 y = 36.5 PB); later revisions "
                  "rate some capacities up to 17 (https://vdocuments.mx/intel-solid-state-drive-dc-p3700-series-"
                  "product-specification-reliability-specifications.html)"),
-    _Rating("Intel DC P4510", r"P4510|SSDPE2KX\d{3}T8", dwpd=1.0, note="approximate", cite=UNCITED),
-    _Rating("Intel DC P4610", r"P4610|SSDPE2KE\d{3}T8", dwpd=3.0, cite=UNCITED),
     # Intel client drives from the source documents (seeds/003): the figures the author
     # worked with, 25 nm MLC at ~5,000 P/E and 20 nm MLC at ~3,000 P/E.
     # Part numbers as smartctl prints them: the 320 is SSDSA2CW/SSDSA2BW ..G3; the 335 is
@@ -112,23 +97,11 @@ _TABLE: Tuple[_Rating, ...] = (
             cite="seeds/003 (ZFS log device post): Intel 320 300 GB, 25 nm MLC, ~5,000 P/E, '1500 TB'"),
     _Rating("Intel 335", r"Intel(?: SSD)? 335\b|SSDSC2CT\d{3}A4\b", pe_cycles=3000,
             cite="seeds/003 (ZFS log device post): Intel 335 240 GB, 20 nm MLC, ~3,000 P/E, '720 TB'"),
-    # Samsung data-centre SATA and NVMe. MZ7LM = PM863, MZ7KM = SM863, MZ7LH = PM883,
-    # MZQLB = PM983, MZPLL/MZWLL = PM1725a, MZQL2 = PM9A3. PM863/PM883/PM983 carry a 3-year
-    # warranty at 1.3 DWPD.
-    _Rating("Samsung PM863", r"PM863|MZ7LM", dwpd=1.3, years=3, cite=UNCITED),
-    _Rating("Samsung SM863", r"SM863|MZ7KM", dwpd=3.6, years=5, note="approximate", cite=UNCITED),
-    _Rating("Samsung PM883", r"PM883|MZ7LH", dwpd=1.3, years=3, cite=UNCITED),
+    # Samsung data-centre NVMe: MZQLB/MZ1LB = PM983.
     _Rating("Samsung PM983", r"PM983|MZQLB|MZ1LB", dwpd=1.3, years=3,
             cite="Samsung PM983 2.5\" NVMe PCIe SSD Specification (datasheet) Rev. 1.0, Jan. 2018: 'Component "
                  "Design Life 3 years', 'Endurance 3.84/1.92TB/960GB 1.3 DWPD' "
                  "(https://manualmachine.com/samsung/mzqlb3t8hals00007/8108877-user-manual)"),
-    _Rating("Samsung PM1725", r"PM1725|MZPLL|MZWLL|MZPLK|MZWLK", dwpd=5.0, note="approximate", cite=UNCITED),
-    _Rating("Samsung PM9A3", r"PM9A3|MZQL2", dwpd=1.0, cite=UNCITED),
-    # Micron NVMe: PRO (read-intensive, 1 DWPD) and MAX (mixed-use, 3 DWPD) share the model
-    # string; the capacity point tells them apart (see _micron_nvme_dwpd).
-    _Rating("Micron 7300", r"Micron[ _]7300", note="PRO 1 DWPD / MAX 3 DWPD by capacity", cite=UNCITED),
-    _Rating("Micron 7400", r"Micron[ _]7400", note="PRO 1 DWPD / MAX 3 DWPD by capacity", cite=UNCITED),
-    _Rating("Micron 9300", r"Micron[ _]9300", note="PRO 1 DWPD / MAX 3 DWPD by capacity", cite=UNCITED),
     # Shannon Direct-IO PCIe cards (seeds/000): the vendor rates them at capacity x 10,000.
     _Rating(
         "Shannon Direct-IO",
@@ -142,19 +115,6 @@ _TABLE: Tuple[_Rating, ...] = (
 RATINGS = _TABLE  # read-only view for tests and documentation
 
 _COMPILED = tuple((re.compile(r.pattern, re.IGNORECASE), r) for r in _TABLE)
-
-# Micron's PRO capacities are the 960 GB family (0.96, 1.92, 3.84, 7.68 TB); MAX are the
-# 800 GB family (0.8, 1.6, 3.2, 6.4 TB), the same drive with more over-provisioning.
-_MICRON_MAX_CAPACITIES_GB = (400, 800, 1600, 3200, 6400, 12800)
-
-
-def _micron_nvme_dwpd(capacity_bytes: int) -> float:
-    gb = capacity_bytes / 10**9
-    for point in _MICRON_MAX_CAPACITIES_GB:
-        if abs(gb - point) / point < 0.03:
-            return 3.0
-    return 1.0
-
 
 def _dwpd_tbw(dwpd: float, years: float, capacity_bytes: int) -> float:
     return dwpd * capacity_bytes * DAYS_PER_YEAR * years
@@ -221,6 +181,15 @@ def _override_items(overrides: Overrides) -> List[Tuple[str, OverrideValue]]:
     return items
 
 
+_SEVERAL_SERIES = re.compile(r"/| and ", re.IGNORECASE)
+
+
+def _names_several_series(model_family: str) -> bool:
+    """smartctl's family names several series with "/" or " and " ("Intel 330/335 Series
+    SSDs", "Intel 730 and DC S35x0/3610/3700 Series SSDs")."""
+    return bool(_SEVERAL_SERIES.search(model_family))
+
+
 def rated_endurance(
     model: Optional[str],
     capacity_bytes: Optional[int],
@@ -247,16 +216,18 @@ def rated_endurance(
         except (re.error, ValueError, TypeError) as exc:
             _warn_once(f"endurance override {pattern!r} ignored: {exc}")
     # The model string first; smartctl's model family names the series where the part number
-    # does not, but only when it names one row: "Intel S4510/S4610/S4500/S4600 Series SSDs"
-    # covers four series with different ratings and says nothing about which one this is.
-    by_family = [r for regex, r in _COMPILED if model_family and regex.search(model_family)]
-    family_row = by_family[0] if len(by_family) == 1 else None
+    # does not, but only a family that names one series, and only when that matches one row.
+    # "Intel S4510/S4610/S4500/S4600 Series SSDs" or "Intel 730 and DC S3500/S3700 Series
+    # SSDs" (smartctl 6) cover series with different ratings, some not in the table: matching
+    # the one the table has would give an S3500 the S3700's ten drive writes a day.
+    family_row = None
+    if model_family and not _names_several_series(model_family):
+        by_family = [r for regex, r in _COMPILED if regex.search(model_family)]
+        family_row = by_family[0] if len(by_family) == 1 else None
     for regex, rating in _COMPILED:
         if not regex.search(model) and rating is not family_row:
             continue
         suffix = f" ({rating.note})" if rating.note else ""
-        if rating.cite.startswith("UNCITED"):
-            suffix += " [uncited]"
         if rating.tbw_bytes is not None:
             return RatedEndurance(rating.tbw_bytes, None, f"table: {rating.name}{suffix}")
         if rating.pe_cycles is not None:
@@ -266,8 +237,8 @@ def rated_endurance(
         if not capacity_bytes:
             return None
         dwpd = rating.dwpd
-        if dwpd is None:  # the Micron NVMe families
-            dwpd = _micron_nvme_dwpd(capacity_bytes)
+        if dwpd is None:  # a row without any figure rates nothing
+            return None
         tbw = _dwpd_tbw(dwpd, rating.years, capacity_bytes)
         return RatedEndurance(
             tbw, None, f"table: {rating.name}, {dwpd:g} DWPD x {rating.years:g} y{suffix}"

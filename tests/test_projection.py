@@ -396,13 +396,16 @@ def test_endurance_overrides_and_table():
     assert rated_endurance(
         "INTEL SSDSC2BA400G3", 400 * GB, [{"model": "(", "tbw_bytes": 1}]
     ).tbw_bytes == pytest.approx(7300 * TB)
-    # Micron NVMe: the MAX capacity point is 3 DWPD, the PRO one 1 DWPD
-    assert rated_endurance("Micron_7300_MTFDHBE1T6TDG", 1600 * GB).tbw_bytes == pytest.approx(
+    # NVMe rows by DWPD over their warranty years: the P3600 at 3 DWPD x 5 y, the PM983 at
+    # 1.3 DWPD x 3 y (both cited in agent/endurance.py). The Micron 7300 row had no vendor
+    # document behind its PRO/MAX split and is gone: its drives get no table rating.
+    assert rated_endurance("INTEL SSDPE2ME016T4", 1600 * GB).tbw_bytes == pytest.approx(
         3 * 1600 * GB * 365 * 5
     )
-    assert rated_endurance("Micron_7300_MTFDHBE1T9TDF", 1920 * GB).tbw_bytes == pytest.approx(
-        1920 * GB * 365 * 5
+    assert rated_endurance("SAMSUNG MZQLB1T9HAJR-00007", 1920 * GB).tbw_bytes == pytest.approx(
+        1.3 * 1920 * GB * 365 * 3
     )
+    assert rated_endurance("Micron_7300_MTFDHBE1T9TDF", 1920 * GB) is None
     # a DWPD rating without a capacity cannot be turned into bytes
     assert rated_endurance("INTEL SSDSC2BA400G3", None) is None
 
