@@ -115,6 +115,13 @@ def above_limit(celsius: float, limit_celsius: Optional[float]) -> bool:
     return limit_celsius is not None and celsius >= limit_celsius
 
 
+# At or above the drive's own limit the drive throttles or stops (NVMe warning composite
+# temperature, a configured limit): SSDTemperatureAboveLimit pages. Above the fixed ceiling of
+# a sensor with no limit of its own, SSDTemperatureHigh is a ticket.
+ABOVE_LIMIT_SEVERITY = CRITICAL
+ABOVE_CEILING_SEVERITY = WARNING
+
+
 def above_ceiling(sensor: str, celsius: float, limit_celsius: Optional[float]) -> bool:
     """Above the fixed ceiling, for a sensor without a limit of its own (with one, the limit
     decides: :func:`above_limit`)."""
@@ -123,6 +130,16 @@ def above_ceiling(sensor: str, celsius: float, limit_celsius: Optional[float]) -
 
 def temperature_hot(sensor: str, celsius: float, limit_celsius: Optional[float]) -> bool:
     return above_limit(celsius, limit_celsius) or above_ceiling(sensor, celsius, limit_celsius)
+
+
+def temperature_severity(sensor: str, celsius: float, limit_celsius: Optional[float]) -> Optional[str]:
+    """The flag a sensor reading raises: at or above its limit, above the fixed ceiling of a
+    sensor without one, or None."""
+    if above_limit(celsius, limit_celsius):
+        return ABOVE_LIMIT_SEVERITY
+    if above_ceiling(sensor, celsius, limit_celsius):
+        return ABOVE_CEILING_SEVERITY
+    return None
 
 
 # -- freshness (SSDFleetDataStale) ------------------------------------------------------------
@@ -221,6 +238,15 @@ def known_write_cache(states: Sequence[WriteCacheState]) -> Optional[str]:
     supported), else None."""
     state = effective_write_cache(states)
     return state if state in (CACHE_ENABLED, CACHE_DISABLED, CACHE_UNSUPPORTED) else None
+
+
+def write_cache_mismatch_severity(effective: str) -> str:
+    """How bad a broken expectation is: a cache that is off where it should be on costs every
+    commit its fast path (SSDWriteCacheDisabled pages); one that is on where it should be off
+    risks acknowledged writes on a drive without power-loss protection, which the operator
+    chose to run cache-off (SSDWriteCacheUnexpectedlyEnabled is a ticket; the flush-integrity
+    alert pages for the dangerous case)."""
+    return WARNING if effective == CACHE_ENABLED else CRITICAL
 
 
 def write_cache_mismatch(effective: str, expected: Optional[str]) -> Optional[bool]:

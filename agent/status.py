@@ -167,6 +167,12 @@ def _hot(t: Dict[str, Any]) -> bool:
     return health.temperature_hot(t["sensor"], t["celsius"], t.get("limit_celsius"))
 
 
+def _temperature_severity(temps: List[Dict[str, Any]]) -> Optional[str]:
+    found = [s for s in (health.temperature_severity(t["sensor"], t["celsius"], t.get("limit_celsius"))
+                         for t in temps) if s]
+    return health.worst_severity(found) if found else None
+
+
 def _telling_temperature(temps: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The sensor to show when there is room for one: the closest to its limit when any has
     a limit, else the hottest."""
@@ -182,7 +188,7 @@ def _c_temp(v: Any) -> Cell:
         return "-", None
     t = _telling_temperature(temps)
     limit = f" (limit {t['limit_celsius']:.0f})" if t.get("limit_celsius") is not None else ""
-    return f"{t['celsius']:.0f} C{limit}", (WARNING if any(_hot(x) for x in temps) else None)
+    return f"{t['celsius']:.0f} C{limit}", _temperature_severity(temps)
 
 
 def _c_temp_compact(v: Any) -> Cell:
@@ -190,8 +196,8 @@ def _c_temp_compact(v: Any) -> Cell:
     if not temps:
         return "-", None
     t = _telling_temperature(temps)
-    hot = any(_hot(x) for x in temps)
-    return f"{t['celsius']:.0f}C" + ("!" if hot else ""), (WARNING if hot else None)
+    severity = _temperature_severity(temps)
+    return f"{t['celsius']:.0f}C" + ("!" if severity else ""), severity
 
 
 def _c_bad(v: Any) -> Cell:

@@ -203,16 +203,19 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
         flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}",
                           "spare"))
     if v.write_cache is not None and health.write_cache_mismatch(v.write_cache, v.write_cache_expected):
-        flags.append(Flag(CRITICAL, f"write cache {v.write_cache}, expected {v.write_cache_expected}", "write_cache"))
+        flags.append(Flag(health.write_cache_mismatch_severity(v.write_cache),
+                          f"write cache {v.write_cache}, expected {v.write_cache_expected}", "write_cache"))
     if health.flush_unprotected(v.write_cache_flush_ignored, v.power_loss_protection):
         flags.append(Flag(CRITICAL, "kernel sends no cache flush (queue/write_cache is write through) "
                                     "while the drive caches writes", "flush_ignored"))
     for t in r.temperatures:
         if health.above_limit(t.celsius, t.limit_celsius):
-            flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C",
+            flags.append(Flag(health.ABOVE_LIMIT_SEVERITY,
+                              f"{t.sensor} temperature {t.celsius:.0f} C at or above limit {t.limit_celsius:.0f} C",
                               f"temperature:{t.sensor}"))
         elif health.above_ceiling(t.sensor, t.celsius, t.limit_celsius):
-            flags.append(Flag(WARNING, f"{t.sensor} temperature {t.celsius:.0f} C above {health.temperature_ceiling(t.sensor):.0f} C "
+            flags.append(Flag(health.ABOVE_CEILING_SEVERITY,
+                              f"{t.sensor} temperature {t.celsius:.0f} C above {health.temperature_ceiling(t.sensor):.0f} C "
                                        "(no limit known for this sensor)", f"temperature:{t.sensor}"))
     if v.media_errors:
         flags.append(Flag(WARNING, f"{v.media_errors} media error{'' if v.media_errors == 1 else 's'}", "media_errors"))
