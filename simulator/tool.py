@@ -126,10 +126,16 @@ def _nvme(host: HostState, args: List[str], now: float) -> Tuple[str, str, int]:
         if int(fid, 0) != 6:
             return "", "NVMe status: Invalid Field in Command(0x2)\n", 2
         return render.nvme_get_feature_vwc(host.state(spec, now).write_cache), "", 0
-    return "", "nvme: only get-feature DEVICE -f 6 is simulated\n", 1
+    # Vendor logs are not simulated: answer as a controller without the log page does.
+    return "", "NVMe status: INVALID_LOG_PAGE: The log page indicated is invalid(0x2109)\n", 1
 
 
-TOOLS = {"smartctl": _smartctl, "shannon-status": _shannon, "hdparm": _hdparm, "nvme": _nvme}
+def _zpool(host: HostState, args: List[str], now: float) -> Tuple[str, str, int]:
+    # A simulated host has no ZFS pool: what `zpool status` prints then.
+    return "no pools available\n", "", 0
+
+
+TOOLS = {"smartctl": _smartctl, "shannon-status": _shannon, "hdparm": _hdparm, "nvme": _nvme, "zpool": _zpool}
 
 
 def run(state_path: str, tool: str, args: Sequence[str], real_now: Optional[float] = None) -> Tuple[str, str, int]:
