@@ -561,6 +561,182 @@ class Tee:
             self.file.flush()
 
 
+# --------------------------------------------------------------------------- storage cost
+
+def _timestamped(body: bytes, t: float, ms: bool) -> Dict[str, List[str]]:
+    """family -> sample lines of one render, each with its timestamp appended."""
+    ts = f"{t * 1000:.0f}" if ms else f"{t:.0f}"
+    out: Dict[str, List[str]] = {}
+    for line in body.decode().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        out.setdefault(name, []).append(f"{line} {ts}")
+    return out
+
+
+def _start(cmd: List[str], log: Path, ready: str, timeout: float = 120) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text()[-2000:])
+        try:
+            if urllib.request.urlopen(ready, timeout=5).status == 200:
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"not ready: {cmd[0]}")
+
+
+def _stop(proc: Optional[subprocess.Popen]) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def storage_cost(args, out) -> None:
+    """Bytes per sample and memory per series on Prometheus and VictoriaMetrics, measured:
+
+    1. ``--storage-hosts`` hosts of the fleet rendered every 60 s over ``--storage-hours``
+       (every series an agent serves, at the scrape interval docs/scaling.md recommends),
+       written into a Prometheus TSDB by promtool and imported into VictoriaMetrics; the data
+       directories' sizes over the sample count.
+    2. One render of the whole fleet (``--hosts`` x ``--drives-per-host``) as current samples:
+       scraped once by a fresh Prometheus (head series) and imported into a fresh
+       VictoriaMetrics; resident memory over series, against the same binaries started empty.
+    """
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ssdfleet-storage-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    procs: List[subprocess.Popen] = []
+    try:
+        now = time.time()
+        small = Fleet(args.storage_hosts, args.drives_per_host, now, seed=args.seed)
+        end = (int(now) // BLOCK) * BLOCK - BLOCK
+        start = end - args.storage_hours * 3600
+        times = [start + 60 * i for i in range(int(args.storage_hours * 60))]
+        om = workdir / "history.om"
+        prom_lines = 0
+        families: Dict[str, List[str]] = {}
+        vm_import = workdir / "history.prom"
+        with open(vm_import, "w") as vmfh:
+            for i, t in enumerate(times):
+                body = render_live(small, t)
+                for name, lines in _timestamped(body, t, ms=False).items():
+                    families.setdefault(name, []).extend(lines)
+                for lines in _timestamped(body, t, ms=True).values():
+                    vmfh.write("\n".join(lines) + "\n")
+        with open(om, "w") as fh:
+            for name, lines in families.items():
+                fh.write("\n".join(lines) + "\n")
+                prom_lines += len(lines)
+            fh.write("# EOF\n")
+        families.clear()
+        series_per_drive = len(render_live(small, now).splitlines()) / small.drive_count
+        out(f"storage: {small.drive_count} drives on {args.storage_hosts} hosts, every series every 60 s for "
+            f"{args.storage_hours:g} h: {prom_lines / 1e6:.2f} M samples ({series_per_drive:.1f} series per drive, "
+            f"host-level series included)")
+        pdata = workdir / "prom-data"
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(om), str(pdata)],
+                       check=True, stdout=subprocess.DEVNULL, timeout=1800)
+        pbytes = _du(pdata)
+        out(f"  Prometheus (promtool blocks): {pbytes / 1e6:.1f} MB, {pbytes / prom_lines:.2f} bytes per sample")
+        vbin = shutil.which("victoria-metrics")
+        if vbin:
+            port = _free_port()
+            vdata = workdir / "vm-data"
+            vm = _start([vbin, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={vdata}", "-retentionPeriod=10y",
+                         "-loggerLevel=WARN"], workdir / "vm.log", f"http://127.0.0.1:{port}/health")
+            procs.append(vm)
+            with open(vm_import, "rb") as fh:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/import/prometheus", data=fh, method="POST")
+                req.add_header("Content-Length", str(vm_import.stat().st_size))
+                urllib.request.urlopen(req, timeout=600).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/internal/force_flush", timeout=120).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/internal/force_merge", timeout=600).read()
+            time.sleep(10)  # force_merge returns before the merge ends
+            vbytes = _du(vdata / "data")
+            out(f"  VictoriaMetrics (after force_merge): {vbytes / 1e6:.1f} MB, {vbytes / prom_lines:.2f} bytes per sample")
+            _stop(vm)
+        om.unlink()
+        vm_import.unlink()
+
+        big = Fleet(args.hosts, args.drives_per_host, now, seed=args.seed)
+        body = render_live(big, now)
+        series = len(body.splitlines())
+        out(f"memory: one render of {big.drive_count} drives, {series} series")
+        # Prometheus: empty, then scraping the render once
+        port = _free_port()
+        live_port = _free_port()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", live_port), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        cfg = workdir / "prom.yml"
+        cfg.write_text(json.dumps({"global": {"scrape_interval": "15s", "scrape_timeout": "14s"}, "scrape_configs": [
+            {"job_name": "fleet", "honor_labels": True, "static_configs": [{"targets": [f"127.0.0.1:{live_port}"]}]}]}))
+        prom = _start(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'prom-mem'}",
+                       f"--web.listen-address=127.0.0.1:{port}"], workdir / "prom-mem.log",
+                      f"http://127.0.0.1:{port}/-/ready")
+        procs.append(prom)
+        time.sleep(2)
+        empty = _rss_mib(prom.pid)
+        deadline = time.monotonic() + 300
+        head = 0
+        while time.monotonic() < deadline:
+            head = api(f"http://127.0.0.1:{port}", "/api/v1/status/tsdb")["data"]["headStats"]["numSeries"]
+            if head >= series:
+                break
+            time.sleep(2)
+        time.sleep(35)  # two more scrapes
+        full = _rss_mib(prom.pid)
+        out(f"  Prometheus: RSS {empty:.0f} MiB empty, {full:.0f} MiB with {head} head series: "
+            f"{(full - empty) / head * 1e6 / 1024:.2f} GiB per million series (marginal)")
+        _stop(prom)
+        server.shutdown()
+        if vbin:
+            port = _free_port()
+            vm = _start([vbin, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={workdir / 'vm-mem'}",
+                         "-loggerLevel=WARN"], workdir / "vm-mem.log", f"http://127.0.0.1:{port}/health")
+            procs.append(vm)
+            time.sleep(2)
+            empty = _rss_mib(vm.pid)
+            for k in range(3):  # three scrapes' worth, 15 s apart
+                payload = b"\n".join(line + f" {(now + 15 * k) * 1000:.0f}".encode() for line in body.splitlines()) + b"\n"
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/import/prometheus", data=payload, method="POST")
+                urllib.request.urlopen(req, timeout=600).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/internal/force_flush", timeout=120).read()
+            count = api(f"http://127.0.0.1:{port}", "/api/v1/query", {"query": 'count({__name__!=""})',
+                                                                      "time": f"{now + 30:.0f}"})
+            n = int(float(count["data"]["result"][0]["value"][1])) if count["data"]["result"] else 0
+            time.sleep(5)
+            full = _rss_mib(vm.pid)
+            out(f"  VictoriaMetrics: RSS {empty:.0f} MiB empty, {full:.0f} MiB with {n} series: "
+                f"{(full - empty) / max(1, n) * 1e6 / 1024:.2f} GiB per million series (marginal)")
+            _stop(vm)
+        out(f"  load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
+    finally:
+        for proc in procs:
+            _stop(proc)
+        if not args.keep and not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=2500)
@@ -583,8 +759,17 @@ def main() -> int:
                     "the shipped intervals")
     ap.add_argument("--readings", type=int, default=4, help="rule group readings, one per --group-interval")
     ap.add_argument("--repeat", type=int, default=10, help="runs of each panel query (median)")
+    ap.add_argument("--storage-cost", action="store_true",
+                    help="measure bytes per sample and memory per series on Prometheus and VictoriaMetrics instead")
+    ap.add_argument("--storage-hosts", type=int, default=10, help="hosts rendered every 60 s for --storage-cost")
+    ap.add_argument("--storage-hours", type=float, default=6, help="hours of 60 s samples for --storage-cost")
     args = ap.parse_args()
     out = Tee()
+    if args.storage_cost:
+        if args.output:
+            out.open(args.output)
+        storage_cost(args, out)
+        return 0
     for tool in ("prometheus", "promtool"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed")
@@ -663,7 +848,7 @@ def main() -> int:
         rule_times: Dict[str, List[float]] = {}
         errors = set()
         loads = []
-        firing: Dict[str, int] = {}
+        firing: Dict[str, Tuple[int, int]] = {}
         for reading in range(args.readings):  # one reading per evaluation interval
             loads.append(os.getloadavg()[0])
             for g in api(base, "/api/v1/rules")["data"]["groups"]:
@@ -673,7 +858,8 @@ def main() -> int:
                     if r.get("lastError"):
                         errors.add(f"{r.get('name')}: {r['lastError']}")
                     if r.get("type") == "alerting" and reading == args.readings - 1:
-                        firing[r["name"]] = sum(1 for a in r.get("alerts", []) if a.get("state") == "firing")
+                        states = [a.get("state") for a in r.get("alerts", [])]
+                        firing[r["name"]] = (states.count("firing"), states.count("pending"))
             if reading < args.readings - 1 and stopping.wait(_seconds(args.group_interval or "1m")):
                 break
         out(f"\nload average (1 min) during the readings: {', '.join(f'{v:.2f}' for v in loads)}")
@@ -685,7 +871,8 @@ def main() -> int:
         out("\nslowest rules: " + "; ".join(f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
         if errors:
             out("rule errors: " + "; ".join(sorted(errors)))
-        out("alert instances firing: " + (", ".join(f"{k} {v}" for k, v in sorted(firing.items()) if v) or "none"))
+        out("alert instances (firing/pending; a for: longer than the run keeps them pending): "
+            + (", ".join(f"{k} {f}/{p}" for k, (f, p) in sorted(firing.items()) if f or p) or "none"))
 
         jobs = [v for v in api(base, "/api/v1/label/job/values")["data"] if v.startswith("ssdfleet")]
         qnow = time.time()
