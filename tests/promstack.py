@@ -1,5 +1,5 @@
-"""A real Prometheus (and Alertmanager, VictoriaMetrics + vmalert) for tests, plus a static
-scrape target.
+"""A real Prometheus (and Alertmanager, VictoriaMetrics, vmagent, vmalert) for tests, plus a
+static scrape target.
 
 Tests that check PromQL, recording rules, alerts or dashboards run the same binaries a user
 runs, on 127.0.0.1 with free ports and a temporary storage directory, instead of mocking the
@@ -15,8 +15,10 @@ conftest::
 The classes work without pytest as well (``with Prometheus(...) as prom:``).
 
 Binaries are looked up on PATH (``prometheus``, ``prometheus-alertmanager`` then
-``alertmanager``, ``victoria-metrics`` and ``vmalert``) unless ``PROMETHEUS_BIN`` /
-``ALERTMANAGER_BIN`` / ``VICTORIAMETRICS_BIN`` / ``VMALERT_BIN`` name them. A fixture skips
+``alertmanager``, ``victoria-metrics``, ``vmagent`` and ``vmalert``) unless ``PROMETHEUS_BIN`` /
+``ALERTMANAGER_BIN`` / ``VICTORIAMETRICS_BIN`` / ``VMAGENT_BIN`` / ``VMALERT_BIN`` name them.
+:class:`VMAgent` and :class:`VMAlert` are started by the test that needs them (with
+``request.addfinalizer(x.stop)``), as tests/test_victoriametrics_e2e.py does. A fixture skips
 the test, with the reason, only when the binary is missing; any other failure is an error.
 """
 
