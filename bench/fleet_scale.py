@@ -1,5 +1,12 @@
 """Fleet scale: 20,000 simulated drives on 2,500 hosts in a real Prometheus with the shipped rules.
 
+The fleet (:class:`Fleet`) models a real database fleet, not the demo: hosts of one
+generation each (NVMe, SATA, PCIe card, consumer SATA), ages spread over a five-year refresh
+cycle, write loads spread around each model's typical figure, drives that wore out replaced,
+and faults at the rates public field studies report (see :data:`FAULT_RATES`).
+``--bad-day`` adds a firmware bug that switched off the write cache of every drive on 10 % of
+the hosts. Rule group and panel times are printed with the load average at the moment.
+
 Two sources of data, because a rule is evaluated at wall-clock *now* and backfilled blocks
 cannot reach now (``promtool`` writes immutable blocks; the head must start after them):
 
@@ -37,6 +44,7 @@ import argparse
 import http.server
 import json
 import math
+import os
 import shutil
 import signal
 import statistics
@@ -54,7 +62,6 @@ from typing import Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simulator.demo import demo_drives  # noqa: E402
 from simulator.wear import DAY, DriveSpec, state_at, wearout_time  # noqa: E402
 
 JOB = "ssdfleet-fleet"
@@ -64,15 +71,123 @@ COLLECTORS = ("discovery", "history", "shannon", "smartctl", "write_cache", "dis
 
 # --------------------------------------------------------------------------- the fleet
 
+# Host generations: (share of hosts, catalogue models its drives are drawn from). The models
+# and their endurance, write amplification and typical writes per day are the simulator's
+# (simulator/catalogue.py, from the seeds: the Shannon card of seeds/000 and 002, the Intel
+# 320/335 of seeds/003, the LITEON of seeds/001, the Patriot of seeds/004, the OCZ card of
+# seeds/000). The shares are an assumption: a database fleet mostly on enterprise NVMe, an
+# older SATA generation, a few PCIe cards, and some consumer drives that crept in.
+HOST_TYPES = (
+    (0.70, ("samsung-pm983-1920",)),
+    (0.15, ("intel-320-300", "intel-335-240")),
+    (0.10, ("shannon-directio-1200",)),
+    (0.05, ("liteon-lch-256v2s", "patriot-wildfire-120", "ocz-revodrive3-x2-960")),
+)
+SERVICE_YEARS = 5.0  # hosts are replaced after five years: ages are uniform over 0-5 years (assumption)
+LOAD_SIGMA = 0.7  # a host writes its model's typical daily volume times lognormal(0, 0.7) (assumption)
+
+# Faults, from public field statistics:
+# * Backblaze Drive Stats (SSD reports 2022-2023): annualized failure rate of their boot SSDs
+#   about 1 % (0.90 % lifetime AFR at the end of 2023). A failed drive stays in service for
+#   about a month before it is swapped, so ~1 %/12 of the fleet shows a failed health check
+#   at any moment: 0.1 %.
+# * Schroeder, Lagisetty, Merchant, "Flash Reliability in Production: The Expected and the
+#   Unexpected", FAST '16 (Google, 6 years, 10 drive models): 30-80 % of drives develop bad
+#   blocks within 4 years (here: 55 % by age 4, in proportion to age); 20-63 % see at least
+#   one uncorrectable error in 4 years, and 2-6 in 1,000 drive days have one (here: 0.4 % of
+#   drives had a defect count grow today, 0.4 %/24 of NVMe drives a media error this hour).
+FAULT_RATES = {
+    "health_failed": 0.001,
+    "bad_blocks_by_4_years": 0.55,
+    "defect_grew_today": 0.004,
+    "media_error_this_hour": 0.004 / 24,
+}
+BAD_DAY_HOSTS = 0.10  # --bad-day: a firmware update switched the write cache off on 10 % of hosts
+
+
+def _device_names(kind: str, count: int) -> List[str]:
+    from simulator.demo import _sata_name
+
+    if kind == "nvme":
+        return [f"nvme{i}" for i in range(count)]
+    if kind == "shannon":
+        return ["sct" + _sata_name(i)[2:] for i in range(count)]
+    return [_sata_name(i) for i in range(count)]
+
+
 class Fleet:
-    def __init__(self, hosts: int, per_host: int, now: float) -> None:
+    """``hosts`` hosts of ``per_host`` drives each, deterministic for a given ``seed``."""
+
+    def __init__(self, hosts: int, per_host: int, now: float, bad_day: bool = False, seed: int = 17) -> None:
+        import random
+
+        from simulator.catalogue import CATALOGUE
+        from simulator.host import make_spec
+
+        rng = random.Random(seed)
         self.now = now
+        self.t0 = now - 60 * DAY  # the wear model's start: 60 days of history can be asked for
         self.hosts: List[Tuple[str, List[DriveSpec]]] = []
+        self.faults: Dict[str, Dict[str, int]] = {}  # serial -> fault -> value
+        self.cache_off_hosts: set = set()
+        index = 0
+        cumulative = []
+        total = 0.0
+        for share, models in HOST_TYPES:
+            total += share
+            cumulative.append((total, models))
         for h in range(hosts):
             instance = f"db{h:05d}.example.internal:9877"
-            # demo_drives spreads life used and kinds; the offset varies serials and wear
-            self.hosts.append((instance, demo_drives(per_host, now - 60 * DAY, seed_offset=h + 1)))
+            pick = rng.random() * total
+            models = next(m for edge, m in cumulative if pick <= edge)
+            host_age = rng.uniform(0, SERVICE_YEARS) * 365 * DAY
+            load = min(5.0, max(0.1, rng.lognormvariate(0.0, LOAD_SIGMA)))
+            kind = CATALOGUE[models[0]].kind
+            drives = []
+            for device in _device_names(kind, per_host):
+                key = rng.choice(models)
+                m = CATALOGUE[key]
+                wpd = m.writes_per_day * load
+                budget = m.capacity_bytes * m.pe_cycles / m.write_amplification  # host bytes
+                lifetime = budget / wpd * DAY if wpd > 0 else float("inf")
+                # a drive that wore out was replaced: this one is as old as the time since
+                age = host_age % lifetime if lifetime < host_age else host_age
+                age_at_t0 = max(0.0, age - (now - self.t0))
+                used_at_t0 = min(1.0, age_at_t0 / DAY * wpd / budget)
+                spec = make_spec(key, device, index, self.t0, writes_per_day=wpd, start_life_used=used_at_t0,
+                                 born=now - age)
+                index += 1
+                drives.append(spec)
+                faults = {}
+                if rng.random() < FAULT_RATES["health_failed"]:
+                    faults["health_failed"] = 1
+                if rng.random() < FAULT_RATES["bad_blocks_by_4_years"] * min(1.0, age / (4 * 365 * DAY)):
+                    faults["defects"] = rng.randint(1, 10)
+                    if rng.random() < FAULT_RATES["defect_grew_today"] / max(1e-9, FAULT_RATES["bad_blocks_by_4_years"]):
+                        faults["defect_grew"] = 1
+                if kind == "nvme" and rng.random() < FAULT_RATES["media_error_this_hour"]:
+                    faults["media_error_grew"] = 1
+                if faults:
+                    self.faults[spec.serial] = faults
+            self.hosts.append((instance, drives))
+        if bad_day:
+            chosen = rng.sample(range(hosts), max(1, round(hosts * BAD_DAY_HOSTS)))
+            self.cache_off_hosts = {self.hosts[i][0] for i in chosen}
         self.drive_count = hosts * per_host
+
+    def cache_on(self, instance: str, spec: DriveSpec) -> bool:
+        return spec.write_cache and instance not in self.cache_off_hosts
+
+    def describe(self) -> str:
+        from collections import Counter
+
+        kinds = Counter(spec.catalogue for _, drives in self.hosts for spec in drives)
+        lefts = [state_at(spec, self.now).life_left for _, drives in self.hosts for spec in drives]
+        under10 = sum(1 for v in lefts if v < 0.10)
+        faults = Counter(f for fs in self.faults.values() for f in fs)
+        return (f"models {dict(kinds)}; life left median {statistics.median(lefts):.2f}, under 10 %: {under10} "
+                f"({under10 / len(lefts):.1%}); faults {dict(faults)}; write cache off on "
+                f"{len(self.cache_off_hosts)} hosts")
 
     @staticmethod
     def block(spec: DriveSpec) -> str:
@@ -94,7 +209,18 @@ HISTORY_FAMILIES = (
     ("ssd_host_written_bytes", "counter", "_total"),
     ("ssd_nand_written_bytes", "counter", "_total"),
     ("ssd_projected_wearout_timestamp_seconds", "gauge", ""),
+    ("ssd_defects", "gauge", ""),
+    # What the hourly recording group (ssdfleet-recording-1h) would have recorded over the
+    # last day: the day rules read 24 of these per drive, so a run without them would time
+    # the day rules on empty ranges.
+    ("ssd:host_written_bytes:rate1h", "gauge", ""),
+    ("ssd:nand_written_bytes:rate1h", "gauge", ""),
+    ("ssd:io_writes_completed:rate1h", "gauge", ""),
+    ("ssd:io_write_time_seconds:rate1h", "gauge", ""),
+    ("ssd:io_busy_seconds:rate1h", "gauge", ""),
+    ("ssd:defects:min1h", "gauge", ""),
 )
+RECORDED_HISTORY = 25 * 3600  # seconds of hourly recorded figures before now
 
 
 def _history_values(spec: DriveSpec, t: float) -> Tuple[float, float, float, Optional[float]]:
@@ -107,6 +233,19 @@ def _history_values(spec: DriveSpec, t: float) -> Tuple[float, float, float, Opt
     return left, st.host_written, st.nand_written, wear
 
 
+def _io(spec: DriveSpec, host_written: float, host_read: float, cache_on: bool) -> Tuple[float, float, float, float]:
+    """(writes completed, reads completed, write time s, busy s) for lifetime host bytes."""
+    io_w = host_written / spec.io_size_bytes
+    io_r = host_read / spec.io_size_bytes
+    lat = spec.write_latency_cache_on if cache_on else spec.write_latency_cache_off
+    return io_w, io_r, io_w * lat, io_w * lat + io_r * spec.read_latency
+
+
+def _defects(fleet: Fleet, spec: DriveSpec, st, live: bool) -> int:
+    faults = fleet.faults.get(spec.serial, {})
+    return int(st.grown_bad_ratio * 1e5) + faults.get("defects", 0) + (faults.get("defect_grew", 0) if live else 0)
+
+
 def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> int:
     """One 2-hour range of OpenMetrics (families grouped, as the format requires)."""
     times = [start + i * step for i in range(int(BLOCK // step)) if start + i * step < fleet.now - 3600]
@@ -116,18 +255,43 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> i
     for instance, drives in fleet.hosts:
         for spec in drives:
             labels = _labels(instance, spec)
+            nand_kind = spec.kind in ("shannon", "ata")
             for t in times:
                 left, host, nand, wear = _history_values(spec, t)
                 ts = f"{t:.0f}"
                 rows["ssd_life_left_ratio"].append(f"ssd_life_left_ratio{{{labels}}} {left:.2f} {ts}")
                 rows["ssd_host_written_bytes"].append(f"ssd_host_written_bytes_total{{{labels}}} {host:.0f} {ts}")
-                rows["ssd_nand_written_bytes"].append(f"ssd_nand_written_bytes_total{{{labels}}} {nand:.0f} {ts}")
+                if nand_kind:
+                    rows["ssd_nand_written_bytes"].append(f"ssd_nand_written_bytes_total{{{labels}}} {nand:.0f} {ts}")
                 if wear is not None:
                     rows["ssd_projected_wearout_timestamp_seconds"].append(
                         f'ssd_projected_wearout_timestamp_seconds{{{labels},method="observed"}} {wear:.0f} {ts}')
+                st = state_at(spec, t)
+                if nand_kind:
+                    rows["ssd_defects"].append(
+                        f'ssd_defects{{{labels},type="reallocated"}} {_defects(fleet, spec, st, False)} {ts}')
+                if t < fleet.now - RECORDED_HISTORY:
+                    continue
+                before = state_at(spec, t - 3600)
+                cache = fleet.cache_on(instance, spec)
+                w1, _, wt1, b1 = _io(spec, st.host_written, st.host_read, cache)
+                w0, _, wt0, b0 = _io(spec, before.host_written, before.host_read, cache)
+                rec = (("ssd:host_written_bytes:rate1h", (st.host_written - before.host_written) / 3600),
+                       ("ssd:io_writes_completed:rate1h", (w1 - w0) / 3600),
+                       ("ssd:io_write_time_seconds:rate1h", (wt1 - wt0) / 3600),
+                       ("ssd:io_busy_seconds:rate1h", (b1 - b0) / 3600))
+                for name, value in rec:
+                    rows[name].append(f"{name}{{{labels}}} {value:.6g} {ts}")
+                if nand_kind:
+                    rows["ssd:nand_written_bytes:rate1h"].append(
+                        f"ssd:nand_written_bytes:rate1h{{{labels}}} {(st.nand_written - before.nand_written) / 3600:.6g} {ts}")
+                    rows["ssd:defects:min1h"].append(
+                        f'ssd:defects:min1h{{{labels},type="reallocated"}} {_defects(fleet, spec, before, False)} {ts}')
     n = 0
     with open(path, "w") as fh:
         for name, kind, _ in HISTORY_FAMILIES:
+            if not rows[name]:
+                continue
             fh.write(f"# TYPE {name} {kind}\n")
             fh.write("\n".join(rows[name]))
             fh.write("\n")
@@ -180,8 +344,10 @@ def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path) 
 
 # --------------------------------------------------------------------------- live exposition
 
-def render_live(fleet: Fleet, now: float) -> bytes:
-    """Every host's agent series, as the agents would serve them, with instance and job."""
+def render_live(fleet: Fleet, now: float, generation: int = 0) -> bytes:
+    """Every host's agent series, as the agents would serve them, with instance and job.
+    ``generation`` counts renders: from the second on, drives with a media error this hour
+    show it."""
     fam: Dict[str, List[str]] = {}
 
     def add(name: str, line: str) -> None:
@@ -207,17 +373,20 @@ def render_live(fleet: Fleet, now: float) -> bytes:
             add("ssd_drive_info", f'ssd_drive_info{{{lb},kind="{kind}",model="{spec.model}",firmware="x"}} 1')
             add("ssd_capacity_bytes", f"ssd_capacity_bytes{{{lb}}} {spec.capacity_bytes}")
             add("ssd_life_left_ratio", f"ssd_life_left_ratio{{{lb}}} {left:.2f}")
-            add("ssd_smart_healthy", f"ssd_smart_healthy{{{lb}}} {1 if left > 0 else 0}")
+            faults = fleet.faults.get(spec.serial, {})
+            cache = fleet.cache_on(instance, spec)
+            healthy = 0 if left <= 0 or faults.get("health_failed") else 1
+            add("ssd_smart_healthy", f"ssd_smart_healthy{{{lb}}} {healthy}")
             add("ssd_host_written_bytes_total", f"ssd_host_written_bytes_total{{{lb}}} {st.host_written:.0f}")
             add("ssd_host_read_bytes_total", f"ssd_host_read_bytes_total{{{lb}}} {st.host_read:.0f}")
             add("ssd_power_on_seconds_total", f"ssd_power_on_seconds_total{{{lb}}} {st.power_on_seconds:.0f}")
             add("ssd_power_cycles_total", f"ssd_power_cycles_total{{{lb}}} {spec.power_cycles}")
             add("ssd_temperature_celsius", f'ssd_temperature_celsius{{{lb},sensor="drive"}} {st.celsius:.0f}')
             add("ssd_temperature_limit_celsius", f'ssd_temperature_limit_celsius{{{lb},sensor="drive"}} 70')
-            add("ssd_write_cache_enabled", f"ssd_write_cache_enabled{{{lb}}} {1 if st.write_cache else 0}")
+            add("ssd_write_cache_enabled", f"ssd_write_cache_enabled{{{lb}}} {1 if cache else 0}")
             add("ssd_write_cache_expected_enabled", f"ssd_write_cache_expected_enabled{{{lb}}} 1")
-            add("ssd_write_cache_mismatch", f"ssd_write_cache_mismatch{{{lb}}} {0 if st.write_cache else 1}")
-            add("ssd_write_cache_state", f'ssd_write_cache_state{{{lb},source="sysfs_queue",state="{"enabled" if st.write_cache else "disabled"}"}} 1')
+            add("ssd_write_cache_mismatch", f"ssd_write_cache_mismatch{{{lb}}} {0 if cache else 1}")
+            add("ssd_write_cache_state", f'ssd_write_cache_state{{{lb},source="sysfs_queue",state="{"enabled" if cache else "disabled"}"}} 1')
             add("ssd_data_age_seconds", f"ssd_data_age_seconds{{{lb}}} 120")
             rate = spec.writes_per_day / DAY
             add("ssd_write_rate_bytes_per_second", f"ssd_write_rate_bytes_per_second{{{lb}}} {rate:.0f}")
@@ -228,7 +397,7 @@ def render_live(fleet: Fleet, now: float) -> bytes:
                 add("ssd_endurance_remaining_bytes", f"ssd_endurance_remaining_bytes{{{lb}}} {st.host_written * left / (1 - left):.0f}")
             io_w = st.host_written / spec.io_size_bytes
             io_r = st.host_read / spec.io_size_bytes
-            lat = spec.write_latency_cache_on if st.write_cache else spec.write_latency_cache_off
+            lat = spec.write_latency_cache_on if cache else spec.write_latency_cache_off
             add("ssd_io_writes_completed_total", f"ssd_io_writes_completed_total{{{lb}}} {io_w:.0f}")
             add("ssd_io_reads_completed_total", f"ssd_io_reads_completed_total{{{lb}}} {io_r:.0f}")
             add("ssd_io_written_bytes_total", f"ssd_io_written_bytes_total{{{lb}}} {st.host_written:.0f}")
@@ -242,7 +411,7 @@ def render_live(fleet: Fleet, now: float) -> bytes:
             if kind in ("shannon", "ata"):
                 add("ssd_nand_written_bytes_total", f"ssd_nand_written_bytes_total{{{lb}}} {st.nand_written:.0f}")
                 add("ssd_write_amplification", f"ssd_write_amplification{{{lb}}} {spec.write_amplification}")
-                add("ssd_defects", f'ssd_defects{{{lb},type="reallocated"}} {int(st.grown_bad_ratio * 1e5)}')
+                add("ssd_defects", f'ssd_defects{{{lb},type="reallocated"}} {_defects(fleet, spec, st, True)}')
             if kind == "shannon":
                 add("ssd_bad_block_ratio", f"ssd_bad_block_ratio{{{lb}}} {st.bad_block_ratio:.6f}")
                 add("ssd_spare_left_ratio", f"ssd_spare_left_ratio{{{lb}}} {0.27 * st.spare_left:.4f}")
@@ -254,7 +423,8 @@ def render_live(fleet: Fleet, now: float) -> bytes:
             if kind == "nvme":
                 add("ssd_spare_left_ratio", f"ssd_spare_left_ratio{{{lb}}} {st.spare_left:.2f}")
                 add("ssd_spare_threshold_ratio", f"ssd_spare_threshold_ratio{{{lb}}} 0.10")
-                add("ssd_media_errors_total", f"ssd_media_errors_total{{{lb}}} {int(st.grown_bad_ratio * 2000)}")
+                media = int(st.grown_bad_ratio * 2000) + (1 if generation and faults.get("media_error_grew") else 0)
+                add("ssd_media_errors_total", f"ssd_media_errors_total{{{lb}}} {media}")
                 add("ssd_nvme_critical_warning", f"ssd_nvme_critical_warning{{{lb}}} 0")
     out = []
     for lines in fam.values():
@@ -293,9 +463,11 @@ class LiveExposition:
             t.start()
 
     def _refresh(self) -> None:
+        generation = 0
         while not self._stop.wait(60):
             t = time.monotonic()
-            self.body = render_live(self.fleet, time.time())
+            generation += 1
+            self.body = render_live(self.fleet, time.time(), generation)
             self.render_seconds = time.monotonic() - t
 
     def stop(self) -> None:
@@ -389,6 +561,181 @@ class Tee:
             self.file.flush()
 
 
+# --------------------------------------------------------------------------- storage cost
+
+def _timestamped(body: bytes, t: float, ms: bool) -> Dict[str, List[str]]:
+    """family -> sample lines of one render, each with its timestamp appended."""
+    ts = f"{t * 1000:.0f}" if ms else f"{t:.0f}"
+    out: Dict[str, List[str]] = {}
+    for line in body.decode().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        out.setdefault(name, []).append(f"{line} {ts}")
+    return out
+
+
+def _start(cmd: List[str], log: Path, ready: str, timeout: float = 120) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text()[-2000:])
+        try:
+            if urllib.request.urlopen(ready, timeout=5).status == 200:
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"not ready: {cmd[0]}")
+
+
+def _stop(proc: Optional[subprocess.Popen]) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def storage_cost(args, out) -> None:
+    """Bytes per sample and memory per series on Prometheus and VictoriaMetrics, measured:
+
+    1. ``--storage-hosts`` hosts of the fleet rendered every 60 s over ``--storage-hours``
+       (every series an agent serves, at the scrape interval docs/scaling.md recommends),
+       written into a Prometheus TSDB by promtool and imported into VictoriaMetrics; the data
+       directories' sizes over the sample count.
+    2. One render of the whole fleet (``--hosts`` x ``--drives-per-host``) as current samples:
+       scraped once by a fresh Prometheus (head series) and imported into a fresh
+       VictoriaMetrics; resident memory over series, against the same binaries started empty.
+    """
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ssdfleet-storage-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    procs: List[subprocess.Popen] = []
+    try:
+        now = time.time()
+        small = Fleet(args.storage_hosts, args.drives_per_host, now, seed=args.seed)
+        end = (int(now) // BLOCK) * BLOCK - BLOCK
+        start = end - args.storage_hours * 3600
+        times = [start + 60 * i for i in range(int(args.storage_hours * 60))]
+        om = workdir / "history.om"
+        prom_lines = 0
+        families: Dict[str, List[str]] = {}
+        vm_import = workdir / "history.prom"
+        with open(vm_import, "w") as vmfh:
+            for i, t in enumerate(times):
+                body = render_live(small, t)
+                for name, lines in _timestamped(body, t, ms=False).items():
+                    families.setdefault(name, []).extend(lines)
+                for lines in _timestamped(body, t, ms=True).values():
+                    vmfh.write("\n".join(lines) + "\n")
+        with open(om, "w") as fh:
+            for name, lines in families.items():
+                fh.write("\n".join(lines) + "\n")
+                prom_lines += len(lines)
+            fh.write("# EOF\n")
+        families.clear()
+        series_per_drive = len(render_live(small, now).splitlines()) / small.drive_count
+        out(f"storage: {small.drive_count} drives on {args.storage_hosts} hosts, every series every 60 s for "
+            f"{args.storage_hours:g} h: {prom_lines / 1e6:.2f} M samples ({series_per_drive:.1f} series per drive, "
+            f"host-level series included)")
+        pdata = workdir / "prom-data"
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(om), str(pdata)],
+                       check=True, stdout=subprocess.DEVNULL, timeout=1800)
+        pbytes = _du(pdata)
+        out(f"  Prometheus (promtool blocks): {pbytes / 1e6:.1f} MB, {pbytes / prom_lines:.2f} bytes per sample")
+        vbin = shutil.which("victoria-metrics")
+        if vbin:
+            port = _free_port()
+            vdata = workdir / "vm-data"
+            vm = _start([vbin, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={vdata}", "-retentionPeriod=10y",
+                         "-loggerLevel=WARN"], workdir / "vm.log", f"http://127.0.0.1:{port}/health")
+            procs.append(vm)
+            with open(vm_import, "rb") as fh:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/import/prometheus", data=fh, method="POST")
+                req.add_header("Content-Length", str(vm_import.stat().st_size))
+                urllib.request.urlopen(req, timeout=600).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/internal/force_flush", timeout=120).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/internal/force_merge", timeout=600).read()
+            time.sleep(10)  # force_merge returns before the merge ends
+            vbytes = _du(vdata / "data")
+            out(f"  VictoriaMetrics (after force_merge): {vbytes / 1e6:.1f} MB, {vbytes / prom_lines:.2f} bytes per sample")
+            _stop(vm)
+        om.unlink()
+        vm_import.unlink()
+
+        big = Fleet(args.hosts, args.drives_per_host, now, seed=args.seed)
+        body = render_live(big, now)
+        series = len(body.splitlines())
+        out(f"memory: one render of {big.drive_count} drives, {series} series")
+        # Prometheus: empty, then scraping the render once
+        port = _free_port()
+        live_port = _free_port()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", live_port), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        cfg = workdir / "prom.yml"
+        cfg.write_text(json.dumps({"global": {"scrape_interval": "15s", "scrape_timeout": "14s"}, "scrape_configs": [
+            {"job_name": "fleet", "honor_labels": True, "static_configs": [{"targets": [f"127.0.0.1:{live_port}"]}]}]}))
+        prom = _start(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'prom-mem'}",
+                       f"--web.listen-address=127.0.0.1:{port}"], workdir / "prom-mem.log",
+                      f"http://127.0.0.1:{port}/-/ready")
+        procs.append(prom)
+        time.sleep(2)
+        empty = _rss_mib(prom.pid)
+        deadline = time.monotonic() + 300
+        head = 0
+        while time.monotonic() < deadline:
+            head = api(f"http://127.0.0.1:{port}", "/api/v1/status/tsdb")["data"]["headStats"]["numSeries"]
+            if head >= series:
+                break
+            time.sleep(2)
+        time.sleep(35)  # two more scrapes
+        full = _rss_mib(prom.pid)
+        out(f"  Prometheus: RSS {empty:.0f} MiB empty, {full:.0f} MiB with {head} head series: "
+            f"{(full - empty) / head * 1e6 / 1024:.2f} GiB per million series (marginal)")
+        _stop(prom)
+        server.shutdown()
+        if vbin:
+            port = _free_port()
+            vm = _start([vbin, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={workdir / 'vm-mem'}",
+                         "-loggerLevel=WARN"], workdir / "vm-mem.log", f"http://127.0.0.1:{port}/health")
+            procs.append(vm)
+            time.sleep(2)
+            empty = _rss_mib(vm.pid)
+            for k in range(3):  # three scrapes' worth, 15 s apart
+                payload = b"\n".join(line + f" {(now + 15 * k) * 1000:.0f}".encode() for line in body.splitlines()) + b"\n"
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/import/prometheus", data=payload, method="POST")
+                urllib.request.urlopen(req, timeout=600).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/internal/force_flush", timeout=120).read()
+            # (a count() over every series would pass -search.maxUniqueTimeseries, 300k by default)
+            n = int(api(f"http://127.0.0.1:{port}", "/api/v1/series/count")["data"][0])
+            time.sleep(5)
+            full = _rss_mib(vm.pid)
+            out(f"  VictoriaMetrics: RSS {empty:.0f} MiB empty, {full:.0f} MiB with {n} series: "
+                f"{(full - empty) / max(1, n) * 1e6 / 1024:.2f} GiB per million series (marginal)")
+            _stop(vm)
+        out(f"  load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
+    finally:
+        for proc in procs:
+            _stop(proc)
+        if not args.keep and not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=2500)
@@ -402,8 +749,26 @@ def main() -> int:
     ap.add_argument("--output", help="also write the results to this file")
     ap.add_argument("--rules-dir", help="load ssdfleet-recording.yml and ssdfleet-alerts.yml from here "
                     "(default deploy/prometheus), e.g. another version's, to time its rule groups")
+    ap.add_argument("--bad-day", action="store_true",
+                    help=f"a firmware bug switched the write cache off on {BAD_DAY_HOSTS:.0%} of the hosts")
+    ap.add_argument("--seed", type=int, default=17, help="random seed of the fleet model")
+    ap.add_argument("--group-interval", default="1m",
+                    help="evaluate every rule group at this interval during the run (default 1m, so that the "
+                    "hourly group is timed too; the time of one evaluation does not depend on it); '' keeps "
+                    "the shipped intervals")
+    ap.add_argument("--readings", type=int, default=4, help="rule group readings, one per --group-interval")
+    ap.add_argument("--repeat", type=int, default=10, help="runs of each panel query (median)")
+    ap.add_argument("--storage-cost", action="store_true",
+                    help="measure bytes per sample and memory per series on Prometheus and VictoriaMetrics instead")
+    ap.add_argument("--storage-hosts", type=int, default=10, help="hosts rendered every 60 s for --storage-cost")
+    ap.add_argument("--storage-hours", type=float, default=6, help="hours of 60 s samples for --storage-cost")
     args = ap.parse_args()
     out = Tee()
+    if args.storage_cost:
+        if args.output:
+            out.open(args.output)
+        storage_cost(args, out)
+        return 0
     for tool in ("prometheus", "promtool"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed")
@@ -416,9 +781,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:
         now = time.time()
-        fleet = Fleet(args.hosts, args.drives_per_host, now)
+        fleet = Fleet(args.hosts, args.drives_per_host, now, bad_day=args.bad_day, seed=args.seed)
         print(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days "
-              f"at {args.step:g} s", flush=True)
+              f"at {args.step:g} s; {'BAD DAY' if args.bad_day else 'a normal day'}", flush=True)
+        print(f"fleet model: {fleet.describe()}", flush=True)
         t = time.monotonic()
         stats = backfill(fleet, args.days, args.step, workdir, data)
         stats["wall_seconds"] = time.monotonic() - t
@@ -431,10 +797,16 @@ def main() -> int:
         print(f"live exposition: {live.series} series, {len(live.body) / 1e6:.1f} MB, rendered in "
               f"{time.monotonic() - t:.1f} s", flush=True)
 
+        import yaml
+
         for name in ("ssdfleet-recording.yml", "ssdfleet-alerts.yml"):
             src = Path(args.rules_dir or ROOT / "deploy" / "prometheus") / name
             if src.exists():
-                shutil.copy(src, workdir / name)
+                doc = yaml.safe_load(src.read_text(encoding="utf-8"))
+                for group in doc["groups"]:
+                    if args.group_interval:
+                        group["interval"] = args.group_interval
+                (workdir / name).write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
         rules = [n for n in ("ssdfleet-recording.yml", "ssdfleet-alerts.yml") if (workdir / n).exists()]
         config = {
             "global": {"scrape_interval": "60s", "scrape_timeout": "55s", "evaluation_interval": "1m"},
@@ -465,7 +837,8 @@ def main() -> int:
             out.open(args.output)
             out(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days at "
                 f"{args.step:g} s; live scrape every 60 s for {args.settle:.0f} s before measuring; rules from "
-                f"{args.rules_dir or 'deploy/prometheus'}\n")
+                f"{args.rules_dir or 'deploy/prometheus'}; {'BAD DAY' if args.bad_day else 'a normal day'}\n")
+            out(f"fleet model: {fleet.describe()}\n")
         stopping.wait(args.settle)
 
         head = api(base, "/api/v1/status/tsdb")["data"]["headStats"]
@@ -473,16 +846,23 @@ def main() -> int:
         groups: Dict[str, List[float]] = {}
         rule_times: Dict[str, List[float]] = {}
         errors = set()
-        for _ in range(4):  # four readings, a minute apart: the groups run every 1 and 3 minutes
+        loads = []
+        firing: Dict[str, Tuple[int, int]] = {}
+        for reading in range(args.readings):  # one reading per evaluation interval
+            loads.append(os.getloadavg()[0])
             for g in api(base, "/api/v1/rules")["data"]["groups"]:
                 groups.setdefault(g["name"], []).append(g["evaluationTime"])
                 for r in g["rules"]:
                     rule_times.setdefault(r.get("name", "?"), []).append(r.get("evaluationTime", 0))
                     if r.get("lastError"):
                         errors.add(f"{r.get('name')}: {r['lastError']}")
-            if stopping.wait(60):
+                    if r.get("type") == "alerting" and reading == args.readings - 1:
+                        states = [a.get("state") for a in r.get("alerts", [])]
+                        firing[r["name"]] = (states.count("firing"), states.count("pending"))
+            if reading < args.readings - 1 and stopping.wait(_seconds(args.group_interval or "1m")):
                 break
-        out("\n| rule group | evaluation time (median of 4 readings) | max |")
+        out(f"\nload average (1 min) during the readings: {', '.join(f'{v:.2f}' for v in loads)}")
+        out(f"\n| rule group | evaluation time (median of {args.readings} readings) | max |")
         out("|---|---:|---:|")
         for name, values in groups.items():
             out(f"| {name} | {statistics.median(values) * 1e3:.0f} ms | {max(values) * 1e3:.0f} ms |")
@@ -490,19 +870,27 @@ def main() -> int:
         out("\nslowest rules: " + "; ".join(f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
         if errors:
             out("rule errors: " + "; ".join(sorted(errors)))
+        out("alert instances (firing/pending; a for: longer than the run keeps them pending): "
+            + (", ".join(f"{k} {f}/{p}" for k, (f, p) in sorted(firing.items()) if f or p) or "none"))
 
         jobs = [v for v in api(base, "/api/v1/label/job/values")["data"] if v.startswith("ssdfleet")]
         qnow = time.time()
+        out(f"\npanel queries of the fleet dashboard, median of {args.repeat} runs each; load average (1 min) "
+            f"before: {os.getloadavg()[0]:.2f}")
         out("\n| panel | query | as sent | median | series |")
         out("|---|---|---|---:|---:|")
         totals = []
-        after = time_dashboard(base, ROOT / "dashboards" / "json" / "ssdfleet-fleet.json", jobs, qnow)
+        after = time_dashboard(base, ROOT / "dashboards" / "json" / "ssdfleet-fleet.json", jobs, qnow, args.repeat)
         for title, expr, instant, seconds, n in after:
             totals.append(seconds)
             short = expr if len(expr) <= 70 else expr[:67] + "..."
             out(f"| {title} | `{short}` | {'instant' if instant else 'range 7d/10m'} | "
                 f"{seconds * 1e3:.0f} ms | {n} |", flush=True)
-        out(f"\ndashboard total (sequential): {sum(totals):.2f} s over {len(totals)} queries")
+        out(f"\ndashboard total (sequential): {sum(totals):.2f} s over {len(totals)} queries; load average (1 min) "
+            f"after: {os.getloadavg()[0]:.2f}")
+        out("\n| panel | sum of its queries' medians |\n|---|---:|")
+        for title, (seconds, count) in per_panel(after).items():
+            out(f"| {title} ({count} queries) | {seconds * 1e3:.0f} ms |")
         if args.before_dashboard:
             # Interleaved, query for query (before, after, before, after, ...), so that load
             # from anything else on the machine falls on both sides alike.
@@ -530,8 +918,12 @@ def main() -> int:
             out(f"| **whole dashboard** | {sum(s for *_, s, _ in before):.2f} s | {len(before)} | "
                 f"{sum(s for *_, s, _ in after):.2f} s | {len(after)} |")
         rss = _rss_mib(prom.pid)
-        out(f"prometheus RSS {rss:.0f} MiB; data dir {_du(data) / 1e9:.2f} GB; live render "
-              f"{live.render_seconds:.1f} s")
+        out(f"prometheus RSS {rss:.0f} MiB with {head['numSeries']} head series "
+            f"({rss / max(1, head['numSeries']) * 1e6 / 1024:.1f} GiB per million series); data dir "
+            f"{_du(data) / 1e9:.3f} GB for {stats['samples'] / 1e6:.2f} M backfilled samples "
+            f"({_du(data) / max(1, stats['samples']):.2f} bytes per sample, hourly samples); live exposition "
+            f"{live.series} series ({live.series / fleet.drive_count:.1f} per drive), "
+            f"{len(live.body) / fleet.drive_count:.0f} bytes per drive per scrape; live render {live.render_seconds:.1f} s")
         sample = fleet.hosts[0][1][0]
         out(f"(model check: {sample.serial} wears out at {wearout_time(sample)})")
     finally:
@@ -547,6 +939,11 @@ def main() -> int:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def _seconds(duration: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600}
+    return float(duration[:-1]) * units[duration[-1]]
 
 
 def _free_port() -> int:

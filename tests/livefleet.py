@@ -16,6 +16,9 @@ wear-out projection, which needs the agent's own history to span more than an ho
   negative while Prometheus watches).
 * :func:`worn_card_status` derives a nearly worn-out card's ``shannon-status -p`` output from
   the real capture by rewriting only the serial, the volumes written and the life left.
+* :class:`SimulatedHost`: a host of the simulator (simulator/, what ``ssdfleet agent --simulate``
+  serves) built in the test process, so that the test can switch a drive's write cache while
+  a real agent process reads it; :class:`AgentProcess` runs the agent on it.
 * :data:`CARD_RACK` and :func:`build_card_rack_host`: a host with a dozen more Shannon cards
   (the same capture, rewritten per card) whose life left and seeded write rates put one card
   in every band of life left the fleet dashboard draws and one in every 30-day wear-out
@@ -35,6 +38,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from agent.history import History
@@ -489,3 +493,48 @@ def prepare_host(
     status_p = (host.root / "responses" / "shannon-status" / "scta.out").read_text()
     workload = Workload(host, status_p)
     return LiveHost(name, host, drives, seeded, workload)
+
+
+# ------------------------------------------------------------------ a simulated host
+
+
+class SimulatedHost:
+    """A simulated host (simulator.host.SimHost, the demo's drive mix) on the real clock, with
+    the history the agent would have written over ``history_seconds`` (through the agent's own
+    parsers and History class, as ``ssdfleet agent --simulate`` seeds it), and the interface
+    :class:`tests.fakehost.AgentProcess` takes (``root``, ``config_args()``).
+
+    Unlike ``--simulate``, which builds the host inside the agent process, the host lives in
+    the test process: :meth:`set_write_cache` is someone running ``hdparm -W0`` on it while
+    the agent polls. The first ``drives`` of the demo mix are used (0: Shannon card, 1: Intel
+    320 on sda, 2: Samsung PM983 on nvme0, 3: the LITEON whose cache the demo switches off).
+    """
+
+    def __init__(self, root: Path, drives: int = 3, seed_offset: int = 0, history_seconds: float = 2 * HOUR,
+                 speed: float = 1.0) -> None:
+        from simulator.demo import demo_drives, seed_history
+        from simulator.host import SimHost
+
+        now = time.time()
+        self.root = Path(root)
+        # As simulator.demo.setup_simulated_host: simulated time is real time at the start and
+        # runs ``speed`` times faster; the drives have run for history_seconds of real time.
+        specs = demo_drives(drives, now - history_seconds * speed, seed_offset=seed_offset)
+        self.sim = SimHost(self.root, specs, speed=speed, sim_start=now)
+        seed_history(self.sim, now - history_seconds, now,
+                     open_history=lambda path, step: History(path, min_interval_seconds=step))
+        self.sim.start_refresher(1.0)
+
+    def config_args(self) -> List[str]:
+        o = self.sim.overrides()
+        return [
+            "--smartctl", o["tool_smartctl"], "--shannon-status", o["tool_shannon_status"],
+            "--hdparm", o["tool_hdparm"], "--nvme", o["tool_nvme"],
+            "--path.sysfs", o["path_sysfs"], "--path.procfs", o["path_procfs"], "--state-dir", o["state_dir"],
+        ]
+
+    def set_write_cache(self, device: str, enabled: bool) -> None:
+        self.sim.set_write_cache(device, enabled)
+
+    def stop(self) -> None:
+        self.sim.stop_refresher()

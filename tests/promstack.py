@@ -1,5 +1,5 @@
-"""A real Prometheus (and Alertmanager, VictoriaMetrics + vmalert) for tests, plus a static
-scrape target.
+"""A real Prometheus (and Alertmanager, VictoriaMetrics, vmagent, vmalert) for tests, plus a
+static scrape target.
 
 Tests that check PromQL, recording rules, alerts or dashboards run the same binaries a user
 runs, on 127.0.0.1 with free ports and a temporary storage directory, instead of mocking the
@@ -15,8 +15,10 @@ conftest::
 The classes work without pytest as well (``with Prometheus(...) as prom:``).
 
 Binaries are looked up on PATH (``prometheus``, ``prometheus-alertmanager`` then
-``alertmanager``, ``victoria-metrics`` and ``vmalert``) unless ``PROMETHEUS_BIN`` /
-``ALERTMANAGER_BIN`` / ``VICTORIAMETRICS_BIN`` / ``VMALERT_BIN`` name them. A fixture skips
+``alertmanager``, ``victoria-metrics``, ``vmagent`` and ``vmalert``) unless ``PROMETHEUS_BIN`` /
+``ALERTMANAGER_BIN`` / ``VICTORIAMETRICS_BIN`` / ``VMAGENT_BIN`` / ``VMALERT_BIN`` name them.
+:class:`VMAgent` and :class:`VMAlert` are started by the test that needs them (with
+``request.addfinalizer(x.stop)``), as tests/test_victoriametrics_e2e.py does. A fixture skips
 the test, with the reason, only when the binary is missing; any other failure is an error.
 """
 
@@ -87,6 +89,10 @@ def victoriametrics_binary() -> Optional[str]:
 
 def vmalert_binary() -> Optional[str]:
     return find_binary(["vmalert", "vmalert-prod"], "VMALERT_BIN")
+
+
+def vmagent_binary() -> Optional[str]:
+    return find_binary(["vmagent", "vmagent-prod"], "VMAGENT_BIN")
 
 
 def alertmanager_binary() -> Optional[str]:
@@ -239,6 +245,18 @@ class _PromQL(_ManagedProcess):
         params = {"query": expr, "start": start, "end": end, "step": step}
         return self._get_json("/api/v1/query_range", params, timeout)
 
+    def series(self, match: Union[str, Sequence[str]]) -> List[Dict[str, str]]:
+        matches = [match] if isinstance(match, str) else list(match)
+        answer = self._get_json("/api/v1/series", {"match[]": matches})
+        return list(answer.get("data") or [])
+
+    def label_values(self, label: str, match: Optional[Union[str, Sequence[str]]] = None) -> List[str]:
+        params: Dict[str, Any] = {}
+        if match:
+            params["match[]"] = [match] if isinstance(match, str) else list(match)
+        answer = self._get_json(f"/api/v1/label/{label}/values", params)
+        return list(answer.get("data") or [])
+
 
 class Prometheus(_PromQL):
     """A real Prometheus on 127.0.0.1:<free port> with a generated config.
@@ -321,18 +339,6 @@ class Prometheus(_PromQL):
         response = self._post("/-/reload")
         if response.status_code != 200:
             raise StackError(f"reload failed: HTTP {response.status_code}: {response.text[:500]}")
-
-    def series(self, match: Union[str, Sequence[str]]) -> List[Dict[str, str]]:
-        matches = [match] if isinstance(match, str) else list(match)
-        answer = self._get_json("/api/v1/series", {"match[]": matches})
-        return list(answer.get("data") or [])
-
-    def label_values(self, label: str, match: Optional[Union[str, Sequence[str]]] = None) -> List[str]:
-        params: Dict[str, Any] = {}
-        if match:
-            params["match[]"] = [match] if isinstance(match, str) else list(match)
-        answer = self._get_json(f"/api/v1/label/{label}/values", params)
-        return list(answer.get("data") or [])
 
     def targets(self) -> List[Dict[str, Any]]:
         """The active targets (GET /api/v1/targets)."""
@@ -536,6 +542,109 @@ class VictoriaMetrics(_PromQL):
             raise StackError(f"vmalert replay of {rule_file} failed ({result.returncode}):\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
         self.force_flush()
         return result
+
+
+class VMAgent(_ManagedProcess):
+    """A real vmagent on 127.0.0.1:<free port>: scrapes ``scrape_targets`` (job -> targets)
+    every ``scrape_interval`` and remote-writes to ``remote_write_url`` (a VictoriaMetrics'
+    ``/api/v1/write``)."""
+
+    name = "vmagent"
+    ready_path = "/health"
+
+    def __init__(
+        self,
+        remote_write_url: str,
+        scrape_targets: Mapping[str, Iterable[str]],
+        scrape_interval: str = "1s",
+        workdir: Optional[Union[str, Path]] = None,
+        extra_args: Sequence[str] = (),
+        binary: Optional[str] = None,
+    ) -> None:
+        self.binary = binary or vmagent_binary()
+        if not self.binary:
+            raise FileNotFoundError("vmagent binary not found (set VMAGENT_BIN or put it on PATH)")
+        super().__init__(workdir)
+        self.remote_write_url = remote_write_url
+        self.extra_args = list(extra_args)
+        self.config_path = self.workdir / "scrape.yml"
+        config = {
+            "global": {"scrape_interval": scrape_interval, "scrape_timeout": scrape_interval},
+            "scrape_configs": [
+                {"job_name": job, "static_configs": [{"targets": list(targets)}]}
+                for job, targets in scrape_targets.items()
+            ],
+        }
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def command(self) -> List[str]:
+        return [
+            self.binary,
+            f"-httpListenAddr=127.0.0.1:{self.port}",
+            f"-promscrape.config={self.config_path}",
+            f"-remoteWrite.url={self.remote_write_url}",
+            f"-remoteWrite.tmpDataPath={self.workdir / 'remotewrite-data'}",
+            "-remoteWrite.flushInterval=200ms",
+            "-loggerLevel=WARN",
+            *self.extra_args,
+        ]
+
+
+class VMAlert(_ManagedProcess):
+    """A real vmalert on 127.0.0.1:<free port> evaluating ``rule_files`` against a
+    VictoriaMetrics (``datasource_url``), writing recorded series and ALERTS back to it and
+    sending alerts to ``notifier_url`` (an Alertmanager). Alert labels are as Prometheus gives
+    them (``-disableAlertgroupLabel``)."""
+
+    name = "vmalert"
+    ready_path = "/health"
+
+    def __init__(
+        self,
+        datasource_url: str,
+        rule_files: Sequence[Union[str, Path]],
+        notifier_url: Optional[str] = None,
+        evaluation_interval: str = "1s",
+        workdir: Optional[Union[str, Path]] = None,
+        extra_args: Sequence[str] = (),
+        binary: Optional[str] = None,
+    ) -> None:
+        self.binary = binary or vmalert_binary()
+        if not self.binary:
+            raise FileNotFoundError("vmalert binary not found (set VMALERT_BIN or put it on PATH)")
+        super().__init__(workdir)
+        self.datasource_url = datasource_url
+        self.rule_files = [Path(r) for r in rule_files]
+        self.notifier_url = notifier_url
+        self.evaluation_interval = evaluation_interval
+        self.extra_args = list(extra_args)
+
+    def command(self) -> List[str]:
+        notifier = [f"-notifier.url={self.notifier_url}"] if self.notifier_url else ["-notifier.blackhole"]
+        return [
+            self.binary,
+            f"-httpListenAddr=127.0.0.1:{self.port}",
+            *[f"-rule={r}" for r in self.rule_files],
+            f"-datasource.url={self.datasource_url}",
+            f"-remoteWrite.url={self.datasource_url}",
+            "-remoteWrite.flushInterval=200ms",
+            *notifier,
+            f"-evaluationInterval={self.evaluation_interval}",
+            "-disableAlertgroupLabel",
+            "-loggerLevel=WARN",
+            *self.extra_args,
+        ]
+
+    def rules(self) -> List[Dict[str, Any]]:
+        """Rule groups with their rules' last evaluation (GET /api/v1/rules)."""
+        answer = self._get_json("/api/v1/rules")
+        return list((answer.get("data") or {}).get("groups") or [])
+
+    def alerts(self) -> List[Dict[str, Any]]:
+        """Active alerts, pending and firing (GET /api/v1/alerts)."""
+        answer = self._get_json("/api/v1/alerts")
+        return list((answer.get("data") or {}).get("alerts") or [])
+
 
 
 Body = Union[str, bytes, Callable[[], Union[str, bytes]]]

@@ -52,6 +52,9 @@ CASES = [
     ("performance_test.yml", "write latency far above the drive's normal"),
     ("performance_test.yml", "utilisation far above the drive's normal"),
     ("recording_test.yml", "rankings break ties by bytes written"),
+    # the chain from 5-minute rates to hourly and day figures (docs/scaling.md)
+    ("scaling_test.yml", "5-minute, hourly and day figures of steady counters"),
+    ("scaling_test.yml", "lowest defect count of the day"),
 ]
 
 

@@ -1,0 +1,266 @@
+"""End to end on VictoriaMetrics: simulated agents -> vmagent -> VictoriaMetrics -> vmalert ->
+Alertmanager, and every dashboard query answered by VictoriaMetrics' Prometheus API.
+
+The path past one Prometheus that docs/scaling.md recommends, with the real binaries of
+Debian's victoria-metrics package, at small scale:
+
+* three hosts of the simulator (tests/livefleet.py SimulatedHost: the demo's Shannon card, Intel
+  320 and Samsung PM983, with two hours of history seeded through the agent's own parsers),
+  each read by a real ``ssdfleet agent`` process polling every second;
+* ``vmagent`` scrapes the three agents every second and remote-writes to a single-node
+  ``victoria-metrics``;
+* ``vmalert`` evaluates the SHIPPED recording rules (deploy/prometheus/ssdfleet-recording.yml,
+  the same file Prometheus loads) and the shipped alert rules in their vmalert copy
+  (deploy/victoriametrics/ssdfleet-alerts.yml: keep_firing_for, which vmalert 1.79 rejects,
+  is the only difference; scripts/vmalert_rules.py), writes recorded series and ALERTS back,
+  and sends alerts to a real Alertmanager with the SHIPPED routing
+  (deploy/alertmanager/alertmanager.yml), whose receivers post to this test.
+
+As in tests/test_alerting_e2e.py only durations differ from what ships: rule groups are
+evaluated every second, SSDWriteCacheDisabled waits 3 s instead of 5 m, Alertmanager's group
+timers are 1 s. Someone switches the write cache of sda off on one host: the pager receiver
+must get exactly that page, the ticket receiver nothing. Then every panel query of the three
+dashboards (dashboards/json/), with its variables resolved from VictoriaMetrics as Grafana
+would, must return data from VictoriaMetrics.
+
+Skipped, with the reason, when a binary is missing; failed instead under
+SSDFLEET_REQUIRE_TOOLS=1.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fakehost import AgentProcess
+from tests.livefleet import FAST_INTERVALS, SimulatedHost
+from tests.promstack import (  # noqa: F401 (fixtures)
+    VMAgent,
+    VMAlert,
+    alertmanager_binary,
+    alertmanager_factory,
+    skip_or_fail,
+    victoriametrics_binary,
+    victoriametrics_factory,
+    vmagent_binary,
+    vmalert_binary,
+)
+from tests.test_alerting_e2e import _alerts_text, alertmanager_config, shortened_rules, webhook  # noqa: F401
+from tests.test_dashboards import DASHBOARD_FILES, _has_data, _run, _substitute, _variable_combinations, load, query_panels
+
+RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
+VM_ALERT_RULES = ROOT / "deploy" / "victoriametrics" / "ssdfleet-alerts.yml"
+
+ALERT = "SSDWriteCacheDisabled"
+ALERT_FOR = "3s"  # shipped: 5m
+HOSTS = 3
+DRIVES_PER_HOST = 3  # the demo mix's first three: Shannon card (dfa), Intel 320 (sda), PM983 (nvme0)
+FLIPPED_DEVICE = "sda"
+QUIET_SECONDS = 6.0
+PAGE_TIMEOUT = 45.0
+PANELS_TIMEOUT = 30.0
+# The agent's configured limit for the Samsung PM983 (MZQLB...), which reports none itself: its
+# datasheet's maximum operating temperature, 70 degC. The drive view's "Temperatures vs limit"
+# draws it.
+TEMPERATURE_LIMITS = """\
+temperature_limits:
+  - model: "MZQLB"
+    celsius: 70
+"""
+
+
+def _require_binaries() -> None:
+    for found, name in ((victoriametrics_binary(), "victoria-metrics"), (vmagent_binary(), "vmagent"),
+                        (vmalert_binary(), "vmalert"), (alertmanager_binary(), "alertmanager")):
+        if not found:
+            skip_or_fail(f"{name} binary not found (apt-get install victoria-metrics prometheus-alertmanager)")
+
+
+def _wait(fn, what: str, timeout: float):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def _rules_evaluated(vmalert: VMAlert) -> bool:
+    """Every rule of every group evaluated at least once, none with an error."""
+    groups = vmalert.rules()
+    rules = [r for g in groups for r in g.get("rules", [])]
+    broken = [(r.get("name"), r.get("lastError")) for r in rules if r.get("lastError")]
+    assert not broken, broken
+    return bool(rules) and all(not str(r.get("lastEvaluation", "")).startswith("0001-") for r in rules)
+
+
+def _alert_state(vmalert: VMAlert, name: str) -> str:
+    states = {a.get("state") for a in vmalert.alerts() if a.get("name", a.get("labels", {}).get("alertname")) == name}
+    return "firing" if "firing" in states else ("pending" if "pending" in states else "")
+
+
+def _panel_queries() -> List[Tuple[str, dict, dict]]:
+    return [(name, panel, target) for name in DASHBOARD_FILES
+            for panel in query_panels(load(name)) for target in panel["targets"]]
+
+
+def check_panels(store, timeout: float) -> Tuple[Dict[Tuple[str, int, str], str], int, Tuple[float, str]]:
+    """Run every panel query (as written) with every combination of its dashboard's variables
+    until each has data for at least one combination or ``timeout`` passes. Returns the
+    problems ({(dashboard, panel id, refId): what}), the number of queries run and the slowest."""
+    combos = {name: _variable_combinations(store, load(name)) for name in DASHBOARD_FILES}
+    pending = {(name, panel["id"], target["refId"]): (panel, target) for name, panel, target in _panel_queries()}
+    problems: Dict[Tuple[str, int, str], str] = {}
+    runs = 0
+    slowest = (0.0, "")
+    deadline = time.monotonic() + timeout
+    while pending:
+        now = time.time()
+        problems = {}
+        for key, (panel, target) in list(pending.items()):
+            errors = []
+            for combo in combos[key[0]]:
+                expr = _substitute(target["expr"], combo)
+                assert "$" not in expr, f"{key}: unresolved variable in {expr}"
+                answer, took = _run(store, target, expr, now)
+                runs += 1
+                if took > slowest[0]:
+                    slowest = (took, f"{key[0]} / {panel['title']} / {key[2]}")
+                if answer.get("status") != "success":
+                    errors.append(f"{answer.get('error')} in {expr}")
+                elif _has_data(answer):
+                    del pending[key]
+                    break
+            else:
+                problems[key] = f"{panel['title']}: " + ("; ".join(errors[:2]) if errors else f"no data: {target['expr']}")
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    return problems, runs, slowest
+
+
+def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    victoriametrics_factory,  # noqa: F811 (the fixture imported above)
+    alertmanager_factory,  # noqa: F811
+    webhook,  # noqa: F811
+    capsys,
+    record_property,
+):
+    _require_binaries()
+    started = time.monotonic()
+    # db0: the host whose cache is switched off. db1: its smartctl fails on every run (the
+    # fleet's "Collectors failing" views need one). db2: a simulated day passes every second,
+    # so its drives' life left falls while the test watches (the drive view's projection from
+    # the trend of life left needs that).
+    hosts = [
+        SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0),
+        SimulatedHost(tmp_path / "db1", drives=DRIVES_PER_HOST, seed_offset=1),
+        SimulatedHost(tmp_path / "db2", drives=DRIVES_PER_HOST, seed_offset=2, history_seconds=60, speed=86400),
+    ]
+    failing_tool = tmp_path / "smartctl-fails"
+    failing_tool.write_text("#!/bin/sh\necho 'smartctl: cannot open device' >&2\nexit 2\n")
+    failing_tool.chmod(0o755)
+    config = tmp_path / "ssdfleet.yml"
+    config.write_text(TEMPERATURE_LIMITS)
+    agents: List[AgentProcess] = []
+    for index, host in enumerate(hosts):
+        request.addfinalizer(host.stop)
+        extra = ["--config", str(config)] + (["--smartctl", str(failing_tool)] if index == 1 else [])
+        agent = AgentProcess(host, FAST_INTERVALS + extra)
+        request.addfinalizer(agent.stop)
+        agents.append(agent)
+    for agent in agents:
+        agent.wait_ready(30)
+    targets = [f"127.0.0.1:{a.port}" for a in agents]
+
+    # VictoriaMetrics shows samples at once (its default hides the last 30 s from queries).
+    store = victoriametrics_factory(extra_args=["-search.latencyOffset=1s"])
+    alertmanager = alertmanager_factory(config=alertmanager_config(webhook.base))
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    rule_files = [
+        shortened_rules(RECORDING_RULES, rules_dir / RECORDING_RULES.name, {}),
+        shortened_rules(VM_ALERT_RULES, rules_dir / VM_ALERT_RULES.name, {ALERT: ALERT_FOR}),
+    ]
+    scraper = VMAgent(f"{store.url}/api/v1/write", {"ssdfleet": targets}, workdir=tmp_path / "vmagent")
+    request.addfinalizer(scraper.stop)
+    scraper.start().wait_ready(30)
+    vmalert = VMAlert(store.url, rule_files, notifier_url=alertmanager.url, workdir=tmp_path / "vmalert")
+    request.addfinalizer(vmalert.stop)
+    vmalert.start().wait_ready(30)
+
+    flipped_serial = hosts[0].sim.spec(FLIPPED_DEVICE).serial
+    instance = targets[0]
+    try:
+        # Before the flip: VictoriaMetrics has every agent's series, the cache is on, every
+        # rule has been evaluated; and for longer than the alert's for: plus the group wait,
+        # nobody is paged.
+        _wait(lambda: store.query('count(up{job="ssdfleet"} == 1) == 3')["data"]["result"], "three agents up", 30)
+        _wait(lambda: store.query(f'ssd_write_cache_mismatch{{serial="{flipped_serial}"}} == 0')["data"]["result"],
+              "the cache state in VictoriaMetrics", 30)
+        _wait(lambda: _rules_evaluated(vmalert), "every rule evaluated by vmalert", 30)
+        time.sleep(QUIET_SECONDS)
+        assert webhook.notifications() == [], _alerts_text(webhook.notifications())
+        assert _alert_state(vmalert, ALERT) == ""
+
+        # Someone runs `hdparm -W0 /dev/sda` on the first host.
+        flipped = time.monotonic()
+        hosts[0].set_write_cache(FLIPPED_DEVICE, False)
+        milestones: Dict[str, float] = {}
+        deadline = flipped + PAGE_TIMEOUT
+        while not webhook.notifications("pager"):
+            if time.monotonic() > deadline:
+                pytest.fail(f"no page {PAGE_TIMEOUT:.0f} s after the flip; milestones {milestones}; "
+                            f"notifications {_alerts_text(webhook.notifications())}; vmalert alerts {vmalert.alerts()}")
+            now = time.monotonic()
+            if "stored" not in milestones and store.query(
+                    f'ssd_write_cache_enabled{{serial="{flipped_serial}"}} == 0')["data"]["result"]:
+                milestones["stored"] = now - flipped
+            state = _alert_state(vmalert, ALERT)
+            if state and "pending" not in milestones:
+                milestones["pending"] = now - flipped
+            if state == "firing" and "firing" not in milestones:
+                milestones["firing"] = now - flipped
+            time.sleep(0.1)
+        (page,) = webhook.notifications("pager")
+        took = page.received - flipped
+        assert page.body["receiver"] == "pager" and page.body["status"] == "firing", page.body
+        assert page.body["groupLabels"] == {"instance": instance, "job": "ssdfleet"}, page.body["groupLabels"]
+        (alert,) = page.body["alerts"]
+        assert alert["labels"] == {
+            "alertname": ALERT, "severity": "page", "instance": instance, "job": "ssdfleet",
+            "device": FLIPPED_DEVICE, "serial": flipped_serial,
+        }, alert["labels"]
+        assert FLIPPED_DEVICE in alert["annotations"]["summary"] and flipped_serial in alert["annotations"]["summary"]
+        assert alert["annotations"]["runbook_url"].endswith("#ssdwritecachedisabled")
+        time.sleep(2.5)
+        assert webhook.notifications("tickets") == [], _alerts_text(webhook.notifications("tickets"))
+        assert len(webhook.notifications("pager")) == 1, _alerts_text(webhook.notifications("pager"))
+
+        # Every panel query, as Grafana would send it, answered by VictoriaMetrics.
+        problems, runs, slowest = check_panels(store, PANELS_TIMEOUT)
+        assert not problems, "\n".join(f"{k}: {v}" for k, v in sorted(problems.items()))
+    except BaseException:
+        for agent in agents:
+            print(f"agent log (tail):\n{agent.log()[-1500:]}")
+        print(f"vmalert log (tail):\n{vmalert.log_tail(3000)}\nvmagent log (tail):\n{scraper.log_tail(2000)}")
+        raise
+
+    record_property("vm_write_cache_flip_to_page_seconds", round(took, 2))
+    record_property("vm_panel_query_runs", runs)
+    with capsys.disabled():
+        print(
+            f"\n[victoriametrics] write cache off on {FLIPPED_DEVICE} -> page at the pager receiver after {took:.1f} s "
+            f"(in VictoriaMetrics at {milestones.get('stored', float('nan')):.1f} s, pending at "
+            f"{milestones.get('pending', float('nan')):.1f} s, firing at {milestones.get('firing', float('nan')):.1f} s); "
+            f"{len(_panel_queries())} panel queries all with data ({runs} runs, slowest {slowest[0] * 1000:.0f} ms: "
+            f"{slowest[1]}); whole test {time.monotonic() - started:.0f} s"
+        )
