@@ -164,16 +164,11 @@ SERIES_RULES: List[Tuple[str, str, str, Callable[[float, float], bool]]] = [
     ("SSDSpareBelowThreshold", r"spare_left", r"spare_threshold", health.spare_exhausted),
     ("SSDTemperatureAboveLimit", r"temperature_celsius", r"temperature_limit", health.above_limit),
 ]
-_ABOVE_LIMIT_DIFFERS = pytest.mark.xfail(
-    strict=True,
-    reason="SSDTemperatureAboveLimit fires above the limit (>), agent/health.py flags at or above it "
-           "(>=, as the NVMe spec sets critical warning bit 1); deploy/ owns the rule: make it >=")
 
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=RULE_IDS)
 @pytest.mark.parametrize("alert,left,right,rule", [
-    pytest.param(*row, marks=_ABOVE_LIMIT_DIFFERS if row[0] == "SSDTemperatureAboveLimit" else ())
-    for row in SERIES_RULES], ids=[row[0] for row in SERIES_RULES])
+    pytest.param(*row) for row in SERIES_RULES], ids=[row[0] for row in SERIES_RULES])
 def test_series_against_series_alerts_compare_as_health_does(path, alert, left, right, rule):
     c = the_comparison(load_alerts(path), alert, left, right)
     for x in _around(0.5):
