@@ -462,22 +462,27 @@ class LiveHost:
             self.workload.stop()
 
 
-def with_syncwrite_probe(live: LiveHost, drive: str = "sda") -> LiveHost:
-    """Turn the sync-write probe on in a directory of the host's tree (on this machine's real
-    disk) and let the fake sysfs say ``drive`` holds it, so the probe's series carry that
-    drive's device and serial as on a real host."""
-    wal = live.host.root / "pg_wal"
+def syncwrite_config(root: Path, sysfs: Path, drive: str = "sda") -> Path:
+    """An agent config turning the sync-write probe on in a directory under ``root`` (on this
+    machine's real disk), with the fake ``sysfs`` saying ``drive`` holds it, so the probe's
+    series carry that drive's device and serial as on a real host."""
+    wal = root / "pg_wal"
     wal.mkdir(exist_ok=True)
     dev = os.stat(wal).st_dev
-    node = live.host.sys / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}"
+    node = sysfs / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}"
     node.parent.mkdir(parents=True, exist_ok=True)
     if not node.exists():
-        node.symlink_to(live.host.sys / "block" / drive)
-    live.config_file = live.host.root / "syncwrite.yml"
-    live.config_file.write_text(
+        node.symlink_to(sysfs / "block" / drive)
+    config = root / "syncwrite.yml"
+    config.write_text(
         "syncwrite:\n"
         f"  directories: [{str(wal)!r}]\n"
         "  interval_seconds: 1\n  writes: 16\n  min_free_bytes: 0\n  min_free_ratio: 0\n")
+    return config
+
+
+def with_syncwrite_probe(live: LiveHost, drive: str = "sda") -> LiveHost:
+    live.config_file = syncwrite_config(live.host.root, live.host.sys, drive)
     return live
 
 
@@ -511,7 +516,7 @@ class SimulatedHost:
     """
 
     def __init__(self, root: Path, drives: int = 3, seed_offset: int = 0, history_seconds: float = 2 * HOUR,
-                 speed: float = 1.0) -> None:
+                 speed: float = 1.0, syncwrite_on: Optional[str] = None) -> None:
         from simulator.demo import demo_drives, seed_history
         from simulator.host import SimHost
 
@@ -524,6 +529,10 @@ class SimulatedHost:
         seed_history(self.sim, now - history_seconds, now,
                      open_history=lambda path, step: History(path, min_interval_seconds=step))
         self.sim.start_refresher(1.0)
+        # The sync-write probe in a directory the simulated sysfs puts on ``syncwrite_on``: the
+        # settings to put in the agent's config file (config_text).
+        self.config_text = (syncwrite_config(self.root, Path(self.sim.overrides()["path_sysfs"]), syncwrite_on)
+                            .read_text() if syncwrite_on else "")
 
     def config_args(self) -> List[str]:
         o = self.sim.overrides()

@@ -50,7 +50,7 @@ def test_limit_below_the_temperature_flags_the_drive(tmp_path):
     finally:
         poller.stop()
     view = drive_view(drive, time.time())
-    assert view.severity == "warning"
+    assert view.severity == "critical"  # at or above its limit: SSDTemperatureAboveLimit pages
     assert any("at or above limit 20 C" in f.reason for f in view.flags), view.flags
 
 

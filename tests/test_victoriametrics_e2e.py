@@ -161,18 +161,18 @@ def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
     # so its drives' life left falls while the test watches (the drive view's projection from
     # the trend of life left needs that).
     hosts = [
-        SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0),
+        SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0, syncwrite_on="sda"),
         SimulatedHost(tmp_path / "db1", drives=DRIVES_PER_HOST, seed_offset=1),
         SimulatedHost(tmp_path / "db2", drives=DRIVES_PER_HOST, seed_offset=2, history_seconds=60, speed=86400),
     ]
     failing_tool = tmp_path / "smartctl-fails"
     failing_tool.write_text("#!/bin/sh\necho 'smartctl: cannot open device' >&2\nexit 2\n")
     failing_tool.chmod(0o755)
-    config = tmp_path / "ssdfleet.yml"
-    config.write_text(TEMPERATURE_LIMITS)
     agents: List[AgentProcess] = []
     for index, host in enumerate(hosts):
         request.addfinalizer(host.stop)
+        config = tmp_path / f"ssdfleet-{index}.yml"
+        config.write_text(TEMPERATURE_LIMITS + "\n" + host.config_text)
         extra = ["--config", str(config)] + (["--smartctl", str(failing_tool)] if index == 1 else [])
         agent = AgentProcess(host, FAST_INTERVALS + extra)
         request.addfinalizer(agent.stop)
