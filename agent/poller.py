@@ -140,9 +140,10 @@ class Poller:
         self._threads: List[threading.Thread] = []
         self._history_dropped_seen = 0  # history rows dropped as of the last history run
         self._crashes_logged: Set[Tuple[str, str]] = set()  # (source, error) with a traceback logged
-        # identity -> (when its sources read it, its projections): computed once per new
-        # reading, not on every merge (diskstats merges every 15 s), and never under _lock.
-        self._projections: Dict[str, Tuple[Tuple[Tuple[str, float], ...], Tuple[Projection, ...]]] = {}
+        # identity -> (when its sources read it, its projections, its rated endurance in host
+        # bytes): computed once per new reading, not on every merge (diskstats merges every
+        # 15 s), and never under _lock.
+        self._projections: Dict[str, Tuple[Tuple[Tuple[str, float], ...], Tuple[Projection, ...], Optional[float]]] = {}
         self._rated_rules = [r.model_dump() for r in config.endurance]
 
         # The sources: every enabled one in the registry whose settings make it active.
@@ -328,7 +329,6 @@ class Poller:
         if self.sources[name].report().readings:
             self._note_history()
         self._finish(name, started, outcome.errors, outcome.unread)
-        self._first_pass[name].set()
 
     # ------------------------------------------------------------------ probing helpers
 
@@ -449,13 +449,15 @@ class Poller:
     def _record(self, identity: str, when: float, reading: DriveReading) -> None:
         self.history.record(identity, when, reading)
 
-    def _project(self, reading: DriveReading) -> Tuple[Projection, ...]:
+    def _project(self, reading: DriveReading) -> Tuple[Tuple[Projection, ...], Optional[float]]:
+        """The drive's wear-out projections and its rated endurance in host bytes."""
         rated = rated_endurance(reading.model or "", reading.capacity_bytes, self._rated_rules, reading.model_family)
         try:
-            return tuple(projection_mod.project_all(reading, self.clock(), self.history, rated))
+            projections = tuple(projection_mod.project_all(reading, self.clock(), self.history, rated))
         except Exception:  # projection is advisory; never lose the drive over it
             log.exception("projection failed for %s", reading.identity)
-            return ()
+            projections = ()
+        return projections, _rated_bytes(rated, reading)
 
     def _note_history(self) -> None:
         with self._lock:
@@ -483,7 +485,7 @@ class Poller:
                 collectors = tuple(s.status() for s in self._sources.values() if s.ran)
             readings = merge_readings(
                 [(self.specs[n].priority, n, reports[n]) for n in reports], block,
-                self.config.include_block_devices, "shannon" in reports and bool(reports["shannon"].readings))
+                self.config.include_block_devices)
             drives = []
             for reading, polls in readings:
                 reading = self._configured(reading)
@@ -523,17 +525,15 @@ class Poller:
             polls[name] = when
         cached = self._projections.get(reading.identity)
         if cached is None or cached[0] != read_at:
-            projections = self._project(reading)
-            self._projections[reading.identity] = (read_at, projections)
-        else:
-            projections = cached[1]
-        rated = rated_endurance(reading.model or "", reading.capacity_bytes, self._rated_rules, reading.model_family)
+            cached = (read_at, *self._project(reading))
+            self._projections[reading.identity] = cached
+        _read_at, projections, rated_bytes = cached
         return Drive(
             reading=reading,
             write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model),
             power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model)[0],
             projections=projections,
-            rated_endurance_bytes=_rated_bytes(rated, reading),
+            rated_endurance_bytes=rated_bytes,
             last_poll=polls,
             **fields,
         )
@@ -560,7 +560,6 @@ def merge_readings(
     reports: Sequence[Tuple[int, str, Report]],
     block: Mapping[str, blockdev.BlockDevice],
     include_block_devices: bool,
-    shannon_read: bool,
 ) -> List[Tuple[DriveReading, Dict[str, float]]]:
     """The drives of a snapshot, pure: each identity once, from the source that merges first
     (lowest priority number), each field it lacks filled from later sources' readings of the
@@ -580,8 +579,6 @@ def merge_readings(
     if include_block_devices:
         for name, b in sorted(block.items()):
             if b.drive_name in covered or name in covered:
-                continue
-            if b.transport == "shannon" and shannon_read:
                 continue
             reading = _reading_from_block(b)
             readings.setdefault(reading.identity, (reading, {}))

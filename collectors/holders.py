@@ -559,13 +559,8 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
     """``zpool status -P`` and nothing else: it reads the pools' configuration."""
     if tool != "zpool":
         return None
-    reader = HoldingsReader(zpool=checks.paths["zpool"])
-    return checks.match("zpool", "status", args, [built(lambda r: _with_runner(reader, r).read_zpool())])
-
-
-def _with_runner(reader: HoldingsReader, runner: Runner) -> HoldingsReader:
-    reader.runner = runner
-    return reader
+    return checks.match("zpool", "status", args, [
+        built(lambda runner: HoldingsReader(zpool=checks.paths["zpool"], runner=runner).read_zpool())])
 
 
 SPEC = SourceSpec(

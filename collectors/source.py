@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
+from collectors import evidence
 from collectors.model import DriveReading, Snapshot
 from collectors.runner import ToolResult
 
@@ -89,7 +90,6 @@ class SourceContext:
     snapshot: Callable[[], Snapshot]
     block_devices: Callable[[], Mapping[str, Any]]
     quarantined: Callable[[str], bool]
-    waited_for: Callable[[str], Optional[Any]] = lambda name: None
 
 
 class Source:
@@ -111,6 +111,25 @@ class Source:
 
     def close(self) -> None:
         """Release what the source holds (called once, when the agent stops)."""
+
+
+def newest(
+    before: Mapping[str, Tuple[DriveReading, float]],
+    found: Mapping[str, DriveReading],
+    now: float,
+    record: Optional[Callable[[str, float, DriveReading], None]] = None,
+) -> Dict[str, Tuple[DriveReading, float]]:
+    """What a pass found, key -> (reading, ``now``), each reading's counters kept monotone
+    against the last reading of its key (:func:`collectors.evidence.monotone`) and, given
+    ``record`` (the context's), put into history."""
+    out: Dict[str, Tuple[DriveReading, float]] = {}
+    for key, reading in found.items():
+        last = before.get(key)
+        reading = evidence.monotone(last[0] if last else None, reading)
+        out[key] = (reading, now)
+        if record is not None:
+            record(reading.identity, now, reading)
+    return out
 
 
 @dataclass(frozen=True)

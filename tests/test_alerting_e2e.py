@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 import requests
@@ -164,6 +164,30 @@ def _agent_cache_off(agent: AgentProcess) -> bool:
     return f'ssd_write_cache_enabled{{device="sda",serial="{SDA_SERIAL}"}} 0.0' in text
 
 
+def wait_for_page(webhook, flipped: float, timeout: float, first_sign: Tuple[str, Callable[[], bool]],
+                  alert_state: Callable[[], Optional[str]], store_alerts: Callable[[], object],
+                  poll: float = 0.05) -> Dict[str, float]:
+    """Wait until the pager receiver has a notification, noting when after ``flipped`` the
+    change was first seen (``first_sign``: its name and a check), and when the alert went
+    pending and firing. Fails with all of that when no page comes within ``timeout``."""
+    milestones: Dict[str, float] = {}
+    name, seen = first_sign
+    while not webhook.notifications("pager"):
+        if time.monotonic() > flipped + timeout:
+            pytest.fail(f"no page {timeout:.0f} s after the flip; milestones {milestones}; "
+                        f"notifications {_alerts_text(webhook.notifications())}; alerts {store_alerts()}")
+        now = time.monotonic()
+        if name not in milestones and seen():
+            milestones[name] = now - flipped
+        state = alert_state()
+        if state and "pending" not in milestones:
+            milestones["pending"] = now - flipped
+        if state == "firing" and "firing" not in milestones:
+            milestones["firing"] = now - flipped
+        time.sleep(poll)
+    return milestones
+
+
 def _alert_state(prom, name: str) -> Optional[str]:
     states = {a["state"] for a in prom.alerts() if a["labels"].get("alertname") == name}
     return "firing" if "firing" in states else ("pending" if "pending" in states else None)
@@ -196,23 +220,8 @@ def test_write_cache_off_pages_the_on_call(
         # Someone runs `hdparm -W0 /dev/sda`.
         flipped = time.monotonic()
         host.set_response("hdparm", "sda", fixture_path("fakehost/hdparm-W-sda-off.txt"))
-        milestones: Dict[str, float] = {}
-        deadline = flipped + PAGE_TIMEOUT
-        while not webhook.notifications("pager"):
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"no page {PAGE_TIMEOUT:.0f} s after the flip; milestones {milestones}; "
-                    f"notifications {_alerts_text(webhook.notifications())}; Prometheus alerts {prom.alerts()}"
-                )
-            now = time.monotonic()
-            if "agent" not in milestones and _agent_cache_off(agent):
-                milestones["agent"] = now - flipped
-            state = _alert_state(prom, ALERT)
-            if state and "pending" not in milestones:
-                milestones["pending"] = now - flipped
-            if state == "firing" and "firing" not in milestones:
-                milestones["firing"] = now - flipped
-            time.sleep(0.05)
+        milestones = wait_for_page(webhook, flipped, PAGE_TIMEOUT, ("agent", lambda: _agent_cache_off(agent)),
+                                   lambda: _alert_state(prom, ALERT), prom.alerts)
         (page,) = webhook.notifications("pager")
         took = page.received - flipped
 

@@ -466,3 +466,16 @@ def test_the_api_and_status_show_the_latest_burst(tmp_path):
     assert text.startswith("sync-write probe")
     assert f"{wal}: " in text and "fdatasync/s" in text and "median" in text and "p99" in text
     assert format_syncwrite([]) == ""
+
+
+def test_status_says_why_a_directory_was_skipped_and_tolerates_missing_figures():
+    from agent.status import format_syncwrite
+
+    text = format_syncwrite([
+        {"directory": "/srv/ro", "device": "sdb", "method": "fdatasync", "ops": 0,
+         "skipped": "read_only", "detail": "the filesystem is mounted read-only"},
+        {"directory": "/srv/wal", "device": "", "method": "O_DSYNC", "ops": 3, "ops_per_second": None,
+         "latency_median_seconds": None, "latency_p99_seconds": None},
+    ])
+    assert "/srv/ro on sdb: skipped (read_only: the filesystem is mounted read-only)" in text
+    assert "/srv/wal: 3 O_DSYNC writes" in text and "median" not in text.split("/srv/wal")[1]

@@ -49,7 +49,7 @@ from tests.promstack import (  # noqa: F401 (fixtures)
     vmagent_binary,
     vmalert_binary,
 )
-from tests.test_alerting_e2e import _alerts_text, alertmanager_config, shortened_rules, webhook  # noqa: F401
+from tests.test_alerting_e2e import _alerts_text, alertmanager_config, shortened_rules, wait_for_page, webhook  # noqa: F401
 from tests.test_dashboards import DASHBOARD_FILES, _has_data, _run, _substitute, _variable_combinations, load, query_panels
 
 RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
@@ -214,22 +214,10 @@ def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
         # Someone runs `hdparm -W0 /dev/sda` on the first host.
         flipped = time.monotonic()
         hosts[0].set_write_cache(FLIPPED_DEVICE, False)
-        milestones: Dict[str, float] = {}
-        deadline = flipped + PAGE_TIMEOUT
-        while not webhook.notifications("pager"):
-            if time.monotonic() > deadline:
-                pytest.fail(f"no page {PAGE_TIMEOUT:.0f} s after the flip; milestones {milestones}; "
-                            f"notifications {_alerts_text(webhook.notifications())}; vmalert alerts {vmalert.alerts()}")
-            now = time.monotonic()
-            if "stored" not in milestones and store.query(
-                    f'ssd_write_cache_enabled{{serial="{flipped_serial}"}} == 0')["data"]["result"]:
-                milestones["stored"] = now - flipped
-            state = _alert_state(vmalert, ALERT)
-            if state and "pending" not in milestones:
-                milestones["pending"] = now - flipped
-            if state == "firing" and "firing" not in milestones:
-                milestones["firing"] = now - flipped
-            time.sleep(0.1)
+        stored = f'ssd_write_cache_enabled{{serial="{flipped_serial}"}} == 0'
+        milestones = wait_for_page(webhook, flipped, PAGE_TIMEOUT,
+                                   ("stored", lambda: bool(store.query(stored)["data"]["result"])),
+                                   lambda: _alert_state(vmalert, ALERT), vmalert.alerts, poll=0.1)
         (page,) = webhook.notifications("pager")
         took = page.received - flipped
         assert page.body["receiver"] == "pager" and page.body["status"] == "firing", page.body

@@ -14,7 +14,18 @@ from collectors import evidence
 from collectors.fusionio import parse
 from collectors.model import DriveReading, ParseError
 from collectors.runner import ToolResult, run_tool
-from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
+from collectors.source import (
+    Command,
+    HelperChecks,
+    Refused,
+    Report,
+    RunResult,
+    Source,
+    SourceContext,
+    SourceSpec,
+    built,
+    newest,
+)
 
 log = logging.getLogger("ssdfleet.fusionio")
 
@@ -67,13 +78,8 @@ class FusionioSource(Source):
             log.warning("fusionio: %s", e)
         if cards is None:  # a failed pass keeps what was known (its age shows in data age)
             return RunResult(tuple(errors))
-        known: Dict[str, Tuple[DriveReading, float]] = {}
-        for device, reading in cards.items():
-            before = self._readings.get(device)
-            reading = evidence.monotone(before[0] if before else None, evidence.contain(reading))
-            known[device] = (reading, now)
-            self.ctx.record(reading.identity, now, reading)
-        self._readings = known
+        found = {device: evidence.contain(reading) for device, reading in cards.items()}
+        self._readings = newest(self._readings, found, now, self.ctx.record)
         return RunResult(tuple(errors))
 
     def report(self) -> Report:

@@ -14,7 +14,18 @@ from collectors import evidence
 from collectors.model import KIND_NVME, DriveReading, ParseError
 from collectors.nvme_vendor import vendor as vendors
 from collectors.runner import ToolResult
-from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
+from collectors.source import (
+    Command,
+    HelperChecks,
+    Refused,
+    Report,
+    RunResult,
+    Source,
+    SourceContext,
+    SourceSpec,
+    built,
+    newest,
+)
 
 log = logging.getLogger("ssdfleet.nvme_vendor")
 
@@ -108,9 +119,8 @@ class NvmeVendorSource(Source):
                 errors.append(f"{what}: {exc}")
                 continue
             reading = self._reading(health, figures)
-            before = self._readings.get(reading.identity)
-            reading = evidence.monotone(before[0] if before else None, reading)
-            known[reading.identity] = (reading, now)
+            # Not recorded in history: a reading of the NAND figures alone (smartctl's is).
+            known.update(newest(self._readings, {reading.identity: reading}, now))
             for name, why in figures.withheld.items():
                 log.info("%s: %s withheld: %s", controller, name, why)
         for e in errors:

@@ -29,7 +29,7 @@ from collectors import evidence
 from collectors.model import DriveReading, ParseError
 from collectors.plugin.contract import parse_document
 from collectors.runner import ToolResult, run_tool
-from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec
+from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec, newest
 
 log = logging.getLogger("ssdfleet.plugin")
 
@@ -104,14 +104,8 @@ class PluginSource(Source):
             readings = parse_document(result.stdout, p.name)
         except ParseError as exc:
             return str(exc)
-        before = self._readings.get(p.name, {})
-        known: Dict[str, Tuple[DriveReading, float]] = {}
-        for reading in readings:
-            last = before.get(reading.identity)
-            reading = evidence.monotone(last[0] if last else None, evidence.contain(reading))
-            known[reading.identity] = (reading, now)
-            self.ctx.record(reading.identity, now, reading)
-        self._readings[p.name] = known
+        found = {reading.identity: evidence.contain(reading) for reading in readings}
+        self._readings[p.name] = newest(self._readings.get(p.name, {}), found, now, self.ctx.record)
         return None
 
     def run(self, budget: Optional[float] = None) -> RunResult:

@@ -437,6 +437,27 @@ def _reading_list(cards: list[_Card], announced: list[str], total: int | None, w
 # public parsers
 
 
+class _Listing:
+    """The frame around the cards of a listing: ``Found ... card /dev/sctX:`` headers and the
+    ``Totally found N ...`` footer, kept to check what was read against them."""
+
+    def __init__(self) -> None:
+        self.announced: list[str] = []
+        self.total: int | None = None
+
+    def frame(self, line: str) -> bool:
+        """Take ``line`` if it is a header or the footer (the card before it ends there)."""
+        found = _FOUND_RE.match(line)
+        if found:
+            self.announced.append(found.group(1))
+            return True
+        footer = _TOTAL_RE.match(line)
+        if footer:
+            self.total = int(footer.group(1))
+            return True
+        return False
+
+
 def parse_status_p(text: str) -> list[DriveReading]:
     """Parse ``shannon-status -p <dev>`` (gen 1) or ``shannon-status -p -a`` (gen 2).
 
@@ -446,23 +467,12 @@ def parse_status_p(text: str) -> list[DriveReading]:
     is an error rather than a missing card. Output whose footer says 0 cards gives ``[]``.
     """
     cards: list[_Card] = []
-    announced: list[str] = []
-    total: int | None = None
+    listing = _Listing()
     card: _Card | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         context = f"line {number}"
-        if not line:
-            card = None
-            continue
-        found = _FOUND_RE.match(line)
-        if found:
-            announced.append(found.group(1))
-            card = None
-            continue
-        footer = _TOTAL_RE.match(line)
-        if footer:
-            total = int(footer.group(1))
+        if not line or listing.frame(line):
             card = None
             continue
         if "=" not in line:
@@ -477,7 +487,7 @@ def parse_status_p(text: str) -> list[DriveReading]:
         elif card is None:
             raise ParseError(f"{context}: {key}= before any drive=/control_device_node= line")
         _apply(card, key, value, f"shannon {key}", f"{context}: {key}")
-    return _reading_list(cards, announced, total, "shannon-status -p")
+    return _reading_list(cards, listing.announced, listing.total, "shannon-status -p")
 
 
 # -a labels (lower case) -> the -p key that carries the same value.
@@ -561,22 +571,14 @@ def parse_status_a(text: str) -> list[DriveReading]:
     if _is_key_value(text):
         return parse_status_p(text)
     cards: list[_Card] = []
-    announced: list[str] = []
-    total: int | None = None
+    listing = _Listing()
     card: _Card | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         context = f"line {number}"
         if not line:
             continue
-        found = _FOUND_RE.match(line)
-        if found:
-            announced.append(found.group(1))
-            card = None
-            continue
-        footer = _TOTAL_RE.match(line)
-        if footer:
-            total = int(footer.group(1))
+        if listing.frame(line):
             card = None
             continue
         start = _A_CARD_RE.match(line)
@@ -602,7 +604,7 @@ def parse_status_a(text: str) -> list[DriveReading]:
                 continue
             key = _A_LABELS.get(label, re.sub(r"[^a-z0-9]+", "_", label).strip("_"))
             _apply(card, key, _a_value(key, value), f"shannon -a {label.capitalize()}", f"{context}: {label}")
-    return _reading_list(cards, announced, total, "shannon-status -a")
+    return _reading_list(cards, listing.announced, listing.total, "shannon-status -a")
 
 
 def _is_key_value(text: str) -> bool:

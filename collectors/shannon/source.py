@@ -8,10 +8,20 @@ import logging
 from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
-from collectors import evidence
 from collectors.shannon import parse as shannon
 from collectors.model import DriveReading, ParseError
-from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
+from collectors.source import (
+    Command,
+    HelperChecks,
+    Refused,
+    Report,
+    RunResult,
+    Source,
+    SourceContext,
+    SourceSpec,
+    built,
+    newest,
+)
 
 log = logging.getLogger("ssdfleet.shannon")
 
@@ -156,11 +166,7 @@ class ShannonSource(Source):
             for identity in list(known):
                 if identity not in by_identity:
                     known.pop(identity, None)
-        for identity, reading in by_identity.items():
-            before = known.get(identity)
-            reading = evidence.monotone(before[0] if before else None, reading)
-            known[identity] = (reading, now)
-            self.ctx.record(identity, now, reading)
+        known.update(newest(known, by_identity, now, self.ctx.record))
         self._readings = known
         return RunResult(tuple(errors))
 
