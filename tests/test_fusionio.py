@@ -172,7 +172,10 @@ def test_agent_serves_the_card_through_the_configured_fake_fio_status(tmp_path):
                                        "--interval.fusionio", "1"])
     try:
         agent.wait_ready()
-        s = wait_for(lambda: (lambda s: s if value(s, "ssd_drive_info", serial="1241D0259") else None)(scrape(agent)))
+        # each source runs on its own schedule: wait until the card and a smartctl drive are both in
+        s = wait_for(lambda: (lambda s: s if value(s, "ssd_drive_info", serial="1241D0259")
+                              and value(s, "ssd_life_left_ratio", serial="006819246149b014") is not None
+                              else None)(scrape(agent)))
         assert value(s, "ssd_drive_info", serial="1241D0259", kind="fusionio", device="fioa") == 1
         assert value(s, "ssd_life_left_ratio", serial="1241D0259") == pytest.approx(0.9946)
         assert value(s, "ssd_collector_success", collector="fusionio") == 1
