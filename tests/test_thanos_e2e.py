@@ -164,7 +164,10 @@ class ThanosRule(_Thanos):
         return list((self._get_json("/api/v1/rules").get("data") or {}).get("groups") or [])
 
     def alerts(self) -> List[dict]:
-        return list((self._get_json("/api/v1/alerts").get("data") or {}).get("alerts") or [])
+        """Active alerts, pending and firing. Unlike Prometheus (and thanos query), the ruler
+        names the list "Alerts" (pkg/api/rule/v1.go marshals an untagged Go struct field)."""
+        data = self._get_json("/api/v1/alerts").get("data") or {}
+        return list(data.get("alerts") or data.get("Alerts") or [])
 
 
 def _require_binaries() -> str:
@@ -281,6 +284,8 @@ def test_write_cache_off_pages_through_thanos_and_every_panel_has_data(
         took = page.received - flipped
         assert page.body["receiver"] == "pager" and page.body["status"] == "firing", page.body
         assert page.body["groupLabels"] == {"instance": instance, "job": "ssdfleet"}, page.body["groupLabels"]
+        # the ruler held the alert pending for its for: before it fired
+        assert "pending" in milestones and milestones.get("firing", took) - milestones["pending"] >= 2.0, milestones
         (alert,) = page.body["alerts"]
         # The shipped labels, plus the shard's external label (the ruler's own is dropped).
         assert alert["labels"] == {
