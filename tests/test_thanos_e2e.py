@@ -309,6 +309,15 @@ def test_write_cache_off_pages_through_thanos_and_every_panel_has_data(
         assert sorted(r["metric"].get(SHARD_LABEL, "") for r in per_shard) == sorted(SHARDS), per_shard
         fleet = store.query("sum(job:ssd_drives:sum) == sum(ssd_drives)")["data"]["result"]
         assert fleet, store.query("sum(job:ssd_drives:sum)")["data"]["result"]
+
+        # Why the ruler's label must be a replica label of the query: the shipped alerts
+        # compare raw and recorded series one to one (SSDDefectsGrowing: ssd_defects -
+        # ssd:defects:min1d). With the ruler's label left on (dedup=false), nothing matches
+        # and such an alert could never fire.
+        defects = "ssd_defects - ssd:defects:min1d"
+        assert store.query(defects)["data"]["result"], defects
+        undeduplicated = store._get_json("/api/v1/query", {"query": defects, "dedup": "false"})
+        assert undeduplicated["status"] == "success" and undeduplicated["data"]["result"] == [], undeduplicated
     except BaseException:
         for agent in agents:
             print(f"agent log (tail):\n{agent.log()[-1500:]}")
