@@ -219,6 +219,7 @@ HISTORY_FAMILIES = (
     ("ssd:io_write_time_seconds:rate1h", "gauge", ""),
     ("ssd:io_busy_seconds:rate1h", "gauge", ""),
     ("ssd:defects:min1h", "gauge", ""),
+    ("ssd:io_flush_await_seconds:median1h", "gauge", ""),
 )
 RECORDED_HISTORY = 25 * 3600  # seconds of hourly recorded figures before now
 
@@ -282,6 +283,9 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> i
                        ("ssd:io_busy_seconds:rate1h", (b1 - b0) / 3600))
                 for name, value in rec:
                     rows[name].append(f"{name}{{{labels}}} {value:.6g} {ts}")
+                if cache:  # the live flush counters' mean: half a write's time with the cache on
+                    rows["ssd:io_flush_await_seconds:median1h"].append(
+                        f"ssd:io_flush_await_seconds:median1h{{{labels}}} {spec.write_latency_cache_on / 2:.6g} {ts}")
                 if nand_kind:
                     rows["ssd:nand_written_bytes:rate1h"].append(
                         f"ssd:nand_written_bytes:rate1h{{{labels}}} {(st.nand_written - before.nand_written) / 3600:.6g} {ts}")
@@ -344,16 +348,16 @@ def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path) 
 
 # --------------------------------------------------------------------------- live exposition
 
-def render_live(fleet: Fleet, now: float, generation: int = 0) -> bytes:
-    """Every host's agent series, as the agents would serve them, with instance and job.
-    ``generation`` counts renders: from the second on, drives with a media error this hour
-    show it."""
+def render_live(fleet: Fleet, now: float, generation: int = 0, hosts=None) -> bytes:
+    """Every host's agent series (or those of ``hosts``, a slice of ``fleet.hosts``), as the
+    agents would serve them, with instance and job. ``generation`` counts renders: from the
+    second on, drives with a media error this hour show it."""
     fam: Dict[str, List[str]] = {}
 
     def add(name: str, line: str) -> None:
         fam.setdefault(name, []).append(line)
 
-    for instance, drives in fleet.hosts:
+    for instance, drives in (fleet.hosts if hosts is None else hosts):
         host_labels = f'instance="{instance}",job="{JOB}"'
         add("up", f"up{{{host_labels}}} 1")
         add("ssd_drives", f"ssd_drives{{{host_labels}}} {len(drives)}")
@@ -406,6 +410,19 @@ def render_live(fleet: Fleet, now: float, generation: int = 0) -> bytes:
             add("ssd_io_read_time_seconds_total", f"ssd_io_read_time_seconds_total{{{lb}}} {io_r * spec.read_latency:.3f}")
             add("ssd_io_busy_seconds_total", f"ssd_io_busy_seconds_total{{{lb}}} {io_w * lat + io_r * spec.read_latency:.3f}")
             add("ssd_io_in_flight", f"ssd_io_in_flight{{{lb}}} 0")
+            # A database commits with fsync: one cache flush per eight writes, each taking half
+            # a write's time while the cache is on; a drive with its cache off (the kernel then
+            # sends no flush) stops flushing.
+            flushes = io_w / 8 if cache else 0.0
+            add("ssd_io_flushes_completed_total", f"ssd_io_flushes_completed_total{{{lb}}} {flushes:.0f}")
+            add("ssd_io_flush_time_seconds_total",
+                f"ssd_io_flush_time_seconds_total{{{lb}}} {flushes * spec.write_latency_cache_on / 2:.3f}")
+            add("ssd_io_weighted_time_seconds_total",
+                f"ssd_io_weighted_time_seconds_total{{{lb}}} {2 * (io_w * lat + io_r * spec.read_latency):.3f}")
+            # What the drive holds (the paging alerts' summaries look it up): one filesystem on
+            # an md array per drive, as on a database host.
+            add("ssd_drive_holds_info", f'ssd_drive_holds_info{{{lb},mountpoint="/var/lib/postgresql",'
+                f'stack="{Fleet.block(spec)}{"p1" if Fleet.block(spec)[-1].isdigit() else "1"}>md0",fstype="xfs"}} 1')
             for sensor in (("controller", "board", "flash") if kind == "shannon" else ()):
                 add("ssd_temperature_celsius", f'ssd_temperature_celsius{{{lb},sensor="{sensor}"}} {st.celsius:.0f}')
             if kind in ("shannon", "ata"):
@@ -433,19 +450,41 @@ def render_live(fleet: Fleet, now: float, generation: int = 0) -> bytes:
 
 
 class LiveExposition:
-    """Serves the fleet's current exposition; re-rendered in the background every 60 s."""
+    """Serves the fleet's current exposition, re-rendered in the background every 60 s, split
+    into ``shards`` targets of consecutive hosts, each on its own port. Prometheus spreads its
+    targets' scrapes over the interval, as it does a real fleet's thousands of agents; one
+    target for the whole fleet would land every sample of the minute at one moment, and a rule
+    group evaluated then would be timed with the ingestion of a whole fleet beside it."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, shards: int = 25) -> None:
         self.fleet = fleet
-        self.body = render_live(fleet, time.time())
-        self.series = self.body.count(b"\n") + 1
+        size = max(1, math.ceil(len(fleet.hosts) / max(1, shards)))
+        self.slices = [fleet.hosts[i:i + size] for i in range(0, len(fleet.hosts), size)]
+        now = time.time()
+        self.bodies = [render_live(fleet, now, 0, part) for part in self.slices]
         self.render_seconds = 0.0
         self._stop = threading.Event()
+        self.servers = [self._serve(i) for i in range(len(self.slices))]
+        self.ports = [srv.server_address[1] for srv in self.servers]
+        self._threads = [threading.Thread(target=srv.serve_forever, daemon=True) for srv in self.servers]
+        self._threads.append(threading.Thread(target=self._refresh, daemon=True))
+        for t in self._threads:
+            t.start()
+
+    @property
+    def size(self) -> int:
+        return sum(len(b) for b in self.bodies)
+
+    @property
+    def series(self) -> int:
+        return sum(b.count(b"\n") for b in self.bodies)
+
+    def _serve(self, index: int) -> http.server.ThreadingHTTPServer:
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                body = outer.body
+                body = outer.bodies[index]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
@@ -455,25 +494,22 @@ class LiveExposition:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self._threads = [threading.Thread(target=self.server.serve_forever, daemon=True),
-                         threading.Thread(target=self._refresh, daemon=True)]
-        for t in self._threads:
-            t.start()
+        return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
     def _refresh(self) -> None:
         generation = 0
         while not self._stop.wait(60):
             t = time.monotonic()
             generation += 1
-            self.body = render_live(self.fleet, time.time(), generation)
+            now = time.time()
+            self.bodies = [render_live(self.fleet, now, generation, part) for part in self.slices]
             self.render_seconds = time.monotonic() - t
 
     def stop(self) -> None:
         self._stop.set()
-        self.server.shutdown()
-        self.server.server_close()
+        for srv in self.servers:
+            srv.shutdown()
+            srv.server_close()
 
 
 # --------------------------------------------------------------------------- Prometheus
@@ -743,6 +779,8 @@ def main() -> int:
     ap.add_argument("--days", type=float, default=30)
     ap.add_argument("--step", type=float, default=3600, help="seconds between history samples")
     ap.add_argument("--settle", type=float, default=420, help="seconds of live scraping before measuring")
+    ap.add_argument("--targets", type=int, default=25,
+                    help="scrape targets the live fleet is split over (consecutive hosts each)")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--before-dashboard", help="another fleet dashboard JSON to time alongside")
@@ -793,8 +831,8 @@ def main() -> int:
               f"{stats['promtool_seconds']:.0f} s, wall {stats['wall_seconds']:.0f} s", flush=True)
 
         t = time.monotonic()
-        live = LiveExposition(fleet)
-        print(f"live exposition: {live.series} series, {len(live.body) / 1e6:.1f} MB, rendered in "
+        live = LiveExposition(fleet, args.targets)
+        print(f"live exposition: {live.series} series on {len(live.ports)} targets, {live.size / 1e6:.1f} MB, rendered in "
               f"{time.monotonic() - t:.1f} s", flush=True)
 
         import yaml
@@ -812,7 +850,7 @@ def main() -> int:
             "global": {"scrape_interval": "60s", "scrape_timeout": "55s", "evaluation_interval": "1m"},
             "rule_files": rules,
             "scrape_configs": [{"job_name": "fleet-sim", "honor_labels": True,
-                                "static_configs": [{"targets": [f"127.0.0.1:{live.port}"]}]}],
+                                "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in live.ports]}]}],
         }
         (workdir / "prometheus.yml").write_text(json.dumps(config, indent=1))
         port = _free_port()
@@ -923,7 +961,7 @@ def main() -> int:
             f"{_du(data) / 1e9:.3f} GB for {stats['samples'] / 1e6:.2f} M backfilled samples "
             f"({_du(data) / max(1, stats['samples']):.2f} bytes per sample, hourly samples); live exposition "
             f"{live.series} series ({live.series / fleet.drive_count:.1f} per drive), "
-            f"{len(live.body) / fleet.drive_count:.0f} bytes per drive per scrape; live render {live.render_seconds:.1f} s")
+            f"{live.size / fleet.drive_count:.0f} bytes per drive per scrape; live render {live.render_seconds:.1f} s")
         sample = fleet.hosts[0][1][0]
         out(f"(model check: {sample.serial} wears out at {wearout_time(sample)})")
     finally:
