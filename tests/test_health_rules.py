@@ -179,7 +179,7 @@ def test_series_against_series_alerts_compare_as_health_does(path, alert, left, 
 def test_nvme_critical_warning_bits_are_the_same(path):
     expr = load_alerts(path)["SSDNVMeCriticalWarning"]["expr"]
     bits = {}
-    for m in re.finditer(r'label_replace\(\s*(?:floor\(\s*)?\S*nvme_critical_warning(?:\s*/\s*(\d+)\s*\))?\s*%\s*2\s*>=\s*1\s*,'
+    for m in re.finditer(r'label_replace\(\s*(?:floor\(\s*)?\(?\s*\S*?nvme_critical_warning(?:\s*>\s*0\s*\))?(?:\s*/\s*(\d+)\s*\))?\s*%\s*2\s*>=\s*1\s*,'
                          r'\s*"bit"\s*,\s*"(\w+)"', expr):
         divisor = int(m.group(1) or 1)
         assert divisor & (divisor - 1) == 0, f"{divisor} is not a power of two"

@@ -202,7 +202,7 @@ def test_promtool_case_on_victoriametrics(victoriametrics_factory, tmp_path, fil
     interval = parse_duration(case.get("interval", doc.get("evaluation_interval", "1m")))
     store = victoriametrics_factory()
 
-    # A whole number of days back, so every group interval (1m, 3m) divides the offsets.
+    # A whole number of days back, so the case's interval divides the offsets.
     base = (int(time.time()) // 86400 - 3) * 86400
     end = base + _case_end(case)
 
@@ -232,7 +232,10 @@ def test_promtool_case_on_victoriametrics(victoriametrics_factory, tmp_path, fil
             metric_names(rule["expr"]) & {r.get("record") for r in group["rules"][:i]}
             for i, rule in enumerate(group["rules"])
         )
-        store.replay_rules(rule_file, base, end, step=group["interval"], rules_delay="2s" if chained else "100ms")
+        # Every group at the case's interval, as promtool evaluates them (whatever a group's own
+        # interval): an hourly or 4-minute group replayed at its own step would have no
+        # evaluation at most of the case's eval_times.
+        store.replay_rules(rule_file, base, end, step=f"{int(interval)}s", rules_delay="2s" if chained else "100ms")
 
     problems: List[str] = []
 
