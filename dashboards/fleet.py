@@ -80,9 +80,10 @@ WORST = (
 )
 # Fleet-wide panels read recording rules (deploy/prometheus/ssdfleet-recording.yml) wherever
 # one records what they show; the host and drive views read raw series, which stay cheap there.
-# The ten hottest drives per job, as the recording rule ranked them: every panel that shows
-# them reads that one ranking instead of ranking the fleet again.
-HOTTEST_TEN = f"job:ssd_temperature_celsius:top10{SEL}"
+# The ten hottest drives, from the recording rule's ranking (ten per job, and per shard where
+# shards add a label: sharded Prometheus servers behind Thanos): the panels rank those few
+# again (topk), so they show ten whatever the number of jobs or shards, without ranking the fleet.
+HOTTEST_TEN = f"topk(10, job:ssd_temperature_celsius:top10{SEL})"
 
 
 def _fixed_colour(colour: str) -> dict:
@@ -226,8 +227,8 @@ def _hottest_drives_panel() -> bargauge.Panel:
         bargauge.Panel()
         .title("Hottest drives")
         .description(
-            "The ten highest current temperatures (any sensor) in each job (recording rule "
-            "job:ssd_temperature_celsius:top10)."
+            "The ten highest current temperatures (any sensor) among the selected jobs (from the "
+            "recording rule job:ssd_temperature_celsius:top10, ten per job)."
         )
         .datasource(DATASOURCE)
         .targets([query(f"sort_desc({HOTTEST_TEN})", legend="{{instance}} {{device}} {{serial}}", instant=True)])
@@ -458,8 +459,8 @@ def build() -> models.Dashboard:
                 "Temperature, 10 hottest drives",
                 CELSIUS,
                 [query(HOTTEST_TEN, legend="{{instance}} {{device}} {{serial}}")],
-                description="Hottest sensor of the ten hottest drives of each job (recording rule "
-                "job:ssd_temperature_celsius:top10, ranked once per evaluation).",
+                description="Hottest sensor of the ten hottest drives among the selected jobs (from the "
+                "recording rule job:ssd_temperature_celsius:top10, ten per job, ranked once per evaluation).",
                 width=12,
                 height=9,
             )
