@@ -15,10 +15,11 @@ cannot reach now (``promtool`` writes immutable blocks; the head must start afte
    model, one file per 2-hour block range, each turned into a TSDB block by
    ``promtool tsdb create-blocks-from openmetrics``. (promtool 2.42 re-reads its whole input
    once per 2-hour range, so one file per range keeps the work linear.)
-2. **Live.** One HTTP endpoint on 127.0.0.1 serves the whole fleet's current exposition
-   (every host's agent series with its own ``instance`` and ``job``, plus ``up``), scraped
-   with ``honor_labels: true`` every 60 s: the way a federating or aggregating proxy looks to
-   Prometheus. The per-drive series are those of docs/metrics.md, with the counts per kind
+2. **Live.** HTTP endpoints on 127.0.0.1 (``--targets``, 25 by default, each for a run of
+   consecutive hosts) serve the fleet's current exposition (every host's agent series with its
+   own ``instance`` and ``job``, plus ``up``), scraped with ``honor_labels: true`` every 60 s:
+   the way aggregating proxies look to Prometheus, whose scrapes of them spread over the
+   minute as those of a real fleet's agents do. The per-drive series are those of docs/metrics.md, with the counts per kind
    that the real agent exports (bench/agent_bench.py measures them).
 
 Prometheus then runs the shipped recording and alert rules. After a few evaluation rounds the
