@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import http.server
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -50,18 +51,31 @@ PAGE_TIMEOUT = 45.0
 # ------------------------------------------------------------------ the shipped files, faster
 
 
+# The 5-minute rates of the recording file: the rate over a full window, only for a series with
+# a sample a window back.
+_FULL_WINDOW_RATE = re.compile(r"increase\((\w+)\[5m\]\) / 300 and (\w+) offset 5m")
+
+
 def shortened_rules(source: Path, dest: Path, alert_for: Dict[str, str]) -> Path:
     """A copy of a shipped rule file in which every group is evaluated each second and the
-    alerts named in ``alert_for`` wait that long instead of their shipped ``for:``.
-    Nothing but those durations changes."""
+    alerts named in ``alert_for`` wait that long instead of their shipped ``for:``. The
+    5-minute rates' window shrinks with the scrape: the tests scrape every second, so 5 s
+    holds the five samples 5 minutes hold at a 60 s scrape (the shipped rules give a series no
+    5-minute rate until it is 5 minutes old, and a test lasts seconds). Nothing but those
+    durations changes."""
     rules = yaml.safe_load(source.read_text(encoding="utf-8"))
     for group in rules["groups"]:
         group["interval"] = "1s"
         for rule in group["rules"]:
             if rule.get("alert") in alert_for:
                 rule["for"] = alert_for[rule["alert"]]
+            if "expr" in rule:
+                rule["expr"] = _FULL_WINDOW_RATE.sub(r"increase(\1[5s]) / 5 and \2 offset 5s", rule["expr"])
     dest.write_text(yaml.safe_dump(rules, sort_keys=False), encoding="utf-8")
     return dest
+
+
+_ANY_FULL_WINDOW_RATE = re.compile(r"increase\((\w+)\[(?:5m|5s)\]\) / (?:300|5) and (\w+) offset (?:5m|5s)")
 
 
 def _without_durations(rules: dict) -> dict:
@@ -70,6 +84,8 @@ def _without_durations(rules: dict) -> dict:
         group.pop("interval", None)
         for rule in group["rules"]:
             rule.pop("for", None)
+            if "expr" in rule:
+                rule["expr"] = _ANY_FULL_WINDOW_RATE.sub(r"increase(\1[W]) / W and \2 offset W", rule["expr"])
     return stripped
 
 
@@ -152,6 +168,11 @@ def test_shortened_rules_differ_only_in_durations(tmp_path):
         fast = yaml.safe_load(shortened_rules(source, tmp_path / source.name, alert_for).read_text(encoding="utf-8"))
         assert _without_durations(fast) == _without_durations(shipped)
         assert [g["interval"] for g in fast["groups"]] == ["1s"] * len(shipped["groups"])
+        # every full-window 5-minute rate is shortened, none is left at 5 minutes
+        exprs = [r["expr"] for g in fast["groups"] for r in g["rules"]]
+        shipped_exprs = [r["expr"] for g in shipped["groups"] for r in g["rules"]]
+        assert sum(len(_FULL_WINDOW_RATE.findall(e)) for e in shipped_exprs) == sum(e.count("offset 5s") for e in exprs)
+        assert not any(_FULL_WINDOW_RATE.search(e) for e in exprs)
     fast = {r["alert"]: r for g in yaml.safe_load((tmp_path / ALERT_RULES.name).read_text())["groups"] for r in g["rules"]}
     shipped = {r["alert"]: r for g in yaml.safe_load(ALERT_RULES.read_text())["groups"] for r in g["rules"]}
     assert fast[ALERT]["for"] == ALERT_FOR and shipped[ALERT]["for"] != ALERT_FOR

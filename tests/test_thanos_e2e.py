@@ -41,8 +41,6 @@ from typing import Dict, List, Optional, Sequence
 import pytest
 
 from tests.conftest import ROOT
-from tests.fakehost import AgentProcess
-from tests.livefleet import FAST_INTERVALS, SimulatedHost
 from tests.promstack import (  # noqa: F401 (fixtures)
     _ManagedProcess,
     _PromQL,
@@ -66,14 +64,13 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
 from tests.test_victoriametrics_e2e import (
     ALERT,
     ALERT_FOR,
-    DRIVES_PER_HOST,
     FLIPPED_DEVICE,
     PAGE_TIMEOUT,
     QUIET_SECONDS,
-    TEMPERATURE_LIMITS,
     _panel_queries,
     _wait,
     check_panels,
+    start_fleet,
 )
 
 RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
@@ -207,25 +204,7 @@ def test_write_cache_off_pages_through_thanos_and_every_panel_has_data(
     started = time.monotonic()
     # The hosts of the VictoriaMetrics test: db0 gets its cache switched off, db1's smartctl
     # fails, db2's simulated day passes every second.
-    hosts = [
-        SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0, syncwrite_on="sda"),
-        SimulatedHost(tmp_path / "db1", drives=DRIVES_PER_HOST, seed_offset=1),
-        SimulatedHost(tmp_path / "db2", drives=DRIVES_PER_HOST, seed_offset=2, history_seconds=60, speed=86400),
-    ]
-    failing_tool = tmp_path / "smartctl-fails"
-    failing_tool.write_text("#!/bin/sh\necho 'smartctl: cannot open device' >&2\nexit 2\n")
-    failing_tool.chmod(0o755)
-    agents: List[AgentProcess] = []
-    for index, host in enumerate(hosts):
-        request.addfinalizer(host.stop)
-        config = tmp_path / f"ssdfleet-{index}.yml"
-        config.write_text(TEMPERATURE_LIMITS + "\n" + host.config_text)
-        extra = ["--config", str(config)] + (["--smartctl", str(failing_tool)] if index == 1 else [])
-        agent = AgentProcess(host, FAST_INTERVALS + extra)
-        request.addfinalizer(agent.stop)
-        agents.append(agent)
-    for agent in agents:
-        agent.wait_ready(30)
+    hosts, agents = start_fleet(tmp_path, request)
     targets = [f"127.0.0.1:{a.port}" for a in agents]
 
     # One Prometheus per shard, each with its sidecar. The sidecar starts once its Prometheus

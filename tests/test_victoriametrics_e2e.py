@@ -145,21 +145,12 @@ def check_panels(store, timeout: float) -> Tuple[Dict[Tuple[str, int, str], str]
     return problems, runs, slowest
 
 
-def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
-    tmp_path: Path,
-    request: pytest.FixtureRequest,
-    victoriametrics_factory,  # noqa: F811 (the fixture imported above)
-    alertmanager_factory,  # noqa: F811
-    webhook,  # noqa: F811
-    capsys,
-    record_property,
-):
-    _require_binaries()
-    started = time.monotonic()
-    # db0: the host whose cache is switched off. db1: its smartctl fails on every run (the
-    # fleet's "Collectors failing" views need one). db2: a simulated day passes every second,
-    # so its drives' life left falls while the test watches (the drive view's projection from
-    # the trend of life left needs that).
+def start_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Tuple[List[SimulatedHost], List[AgentProcess]]:
+    """The three simulated hosts of the end-to-end tests on other stores, each read by a real
+    agent process (stopped by the test's finalizers). db0: the host whose cache is switched
+    off. db1: its smartctl fails on every run (the fleet's "Collectors failing" views need
+    one). db2: a simulated day passes every second, so its drives' life left falls while the
+    test watches (the drive view's projection from the trend of life left needs that)."""
     hosts = [
         SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0, syncwrite_on="sda"),
         SimulatedHost(tmp_path / "db1", drives=DRIVES_PER_HOST, seed_offset=1),
@@ -179,6 +170,21 @@ def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
         agents.append(agent)
     for agent in agents:
         agent.wait_ready(30)
+    return hosts, agents
+
+
+def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    victoriametrics_factory,  # noqa: F811 (the fixture imported above)
+    alertmanager_factory,  # noqa: F811
+    webhook,  # noqa: F811
+    capsys,
+    record_property,
+):
+    _require_binaries()
+    started = time.monotonic()
+    hosts, agents = start_fleet(tmp_path, request)
     targets = [f"127.0.0.1:{a.port}" for a in agents]
 
     # VictoriaMetrics shows samples at once (its default hides the last 30 s from queries).
