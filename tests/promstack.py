@@ -57,6 +57,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def required_binary(given: Optional[str], finder: Callable[[], Optional[str]], name: str, env_var: str) -> str:
+    """``given``, else what ``finder`` finds; FileNotFoundError naming ``env_var`` when neither."""
+    found = given or finder()
+    if not found:
+        raise FileNotFoundError(f"{name} binary not found (set {env_var} or put it on PATH)")
+    return found
+
+
 def find_binary(names: Sequence[str], env_var: Optional[str] = None) -> Optional[str]:
     """Absolute path of the first of ``names`` found (``env_var`` overrides), or None."""
     if env_var and os.environ.get(env_var):
@@ -281,9 +289,7 @@ class Prometheus(_PromQL):
         extra_args: Sequence[str] = (),
         binary: Optional[str] = None,
     ) -> None:
-        self.binary = binary or prometheus_binary()
-        if not self.binary:
-            raise FileNotFoundError("prometheus binary not found (set PROMETHEUS_BIN or put it on PATH)")
+        self.binary = required_binary(binary, prometheus_binary, "prometheus", "PROMETHEUS_BIN")
         super().__init__(workdir)
         self.scrape_interval = scrape_interval
         self.evaluation_interval = evaluation_interval
@@ -392,9 +398,7 @@ class Alertmanager(_ManagedProcess):
         extra_args: Sequence[str] = (),
         binary: Optional[str] = None,
     ) -> None:
-        self.binary = binary or alertmanager_binary()
-        if not self.binary:
-            raise FileNotFoundError("alertmanager binary not found (set ALERTMANAGER_BIN or put it on PATH)")
+        self.binary = required_binary(binary, alertmanager_binary, "alertmanager", "ALERTMANAGER_BIN")
         super().__init__(workdir)
         self.extra_args = list(extra_args)
         self.storage_path = self.workdir / "data"
@@ -450,9 +454,7 @@ class VictoriaMetrics(_PromQL):
         binary: Optional[str] = None,
         vmalert: Optional[str] = None,
     ) -> None:
-        self.binary = binary or victoriametrics_binary()
-        if not self.binary:
-            raise FileNotFoundError("victoria-metrics binary not found (set VICTORIAMETRICS_BIN or put it on PATH)")
+        self.binary = required_binary(binary, victoriametrics_binary, "victoria-metrics", "VICTORIAMETRICS_BIN")
         self.vmalert = vmalert or vmalert_binary()
         super().__init__(workdir)
         self.retention = retention
@@ -561,9 +563,7 @@ class VMAgent(_ManagedProcess):
         extra_args: Sequence[str] = (),
         binary: Optional[str] = None,
     ) -> None:
-        self.binary = binary or vmagent_binary()
-        if not self.binary:
-            raise FileNotFoundError("vmagent binary not found (set VMAGENT_BIN or put it on PATH)")
+        self.binary = required_binary(binary, vmagent_binary, "vmagent", "VMAGENT_BIN")
         super().__init__(workdir)
         self.remote_write_url = remote_write_url
         self.extra_args = list(extra_args)
@@ -609,9 +609,7 @@ class VMAlert(_ManagedProcess):
         extra_args: Sequence[str] = (),
         binary: Optional[str] = None,
     ) -> None:
-        self.binary = binary or vmalert_binary()
-        if not self.binary:
-            raise FileNotFoundError("vmalert binary not found (set VMALERT_BIN or put it on PATH)")
+        self.binary = required_binary(binary, vmalert_binary, "vmalert", "VMALERT_BIN")
         super().__init__(workdir)
         self.datasource_url = datasource_url
         self.rule_files = [Path(r) for r in rule_files]
