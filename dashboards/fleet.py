@@ -428,13 +428,14 @@ def build() -> models.Dashboard:
                 BYTES,
                 [
                     query(
-                        f"topk(10, ssd:host_written_bytes:rate1d{SEL} * {DAY})",
+                        f"topk(10, job:ssd_host_written_bytes:top10_rate1d{SEL} * {DAY})",
                         legend="{{instance}} {{device}} {{serial}}",
                     )
                 ],
                 description="Bytes written by the host over the last day, the write load that wears "
-                "drives out (recording rule ssd:host_written_bytes:rate1d: a raw rate over 1d "
-                "at every step of a week-long graph of the whole fleet would be costly).",
+                "drives out (recording rule job:ssd_host_written_bytes:top10_rate1d, the ten busiest "
+                "drives of each job ranked once per evaluation, so a week-long graph reads ten series "
+                "per step rather than ranking every drive of the fleet).",
                 width=12,
                 min_val=0,
             )
