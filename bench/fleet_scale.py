@@ -898,7 +898,7 @@ def main() -> int:
         # evaluations once. Readings go on until every group evaluated at most every
         # --max-interval has --readings evaluations (or the time that takes has passed).
         groups: Dict[str, Dict[str, float]] = {}
-        rule_times: Dict[str, Dict[str, float]] = {}
+        rule_times: Dict[Tuple[str, int, str], Dict[str, float]] = {}  # (group, position, name)
         intervals: Dict[str, float] = {}
         errors = set()
         loads = []
@@ -910,8 +910,10 @@ def main() -> int:
                 intervals[g["name"]] = float(g.get("interval", 60))
                 if not g.get("lastEvaluation", "").startswith("0001"):
                     groups.setdefault(g["name"], {})[g["lastEvaluation"]] = g["evaluationTime"]
-                for r in g["rules"]:
-                    rule_times.setdefault(r.get("name", "?"), {})[r.get("lastEvaluation", "")] = r.get("evaluationTime", 0)
+                for position, r in enumerate(g["rules"]):
+                    if not r.get("lastEvaluation", "").startswith("0001"):
+                        rule_times.setdefault((g["name"], position, r.get("name", "?")), {})[
+                            r.get("lastEvaluation", "")] = r.get("evaluationTime", 0)
                     if r.get("lastError"):
                         errors.add(f"{r.get('name')}: {r['lastError']}")
                     if r.get("type") == "alerting":
@@ -936,7 +938,7 @@ def main() -> int:
                 f"{max(values) * 1e3:.0f} ms |")
         slow = sorted(((k, list(v.values())) for k, v in rule_times.items() if v),
                       key=lambda kv: -statistics.median(kv[1]))[:8]
-        out("\nslowest rules: " + "; ".join(f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
+        out("\nslowest rules: " + "; ".join(f"{k[2]} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
         if errors:
             out("rule errors: " + "; ".join(sorted(errors)))
         out("alert instances (firing/pending; a for: longer than the run keeps them pending): "
@@ -986,6 +988,13 @@ def main() -> int:
                 out(f"| {title} | {b * 1e3:.1f} ms | {nb} | {a * 1e3:.1f} ms | {na} |")
             out(f"| **whole dashboard** | {sum(s for *_, s, _ in before):.2f} s | {len(before)} | "
                 f"{sum(s for *_, s, _ in after):.2f} s | {len(after)} |")
+        out("\nevery rule, in its group's order (a rule's time is its part of the group's evaluation):\n")
+        out("| rule group | # | rule | evaluations | median | max |")
+        out("|---|---:|---|---:|---:|---:|")
+        for (group_name, position, rule_name), by_time in sorted(rule_times.items()):
+            values = list(by_time.values())
+            out(f"| {group_name} | {position + 1} | {rule_name} | {len(values)} | "
+                f"{statistics.median(values) * 1e3:.1f} ms | {max(values) * 1e3:.1f} ms |")
         rss = _rss_mib(prom.pid)
         out(f"prometheus RSS {rss:.0f} MiB with {head['numSeries']} head series "
             f"({rss / max(1, head['numSeries']) * 1e6 / 1024:.1f} GiB per million series); data dir "
