@@ -22,8 +22,12 @@ cannot reach now (``promtool`` writes immutable blocks; the head must start afte
    minute as those of a real fleet's agents do. The per-drive series are those of docs/metrics.md, with the counts per kind
    that the real agent exports (bench/agent_bench.py measures them).
 
-Prometheus then runs the shipped recording and alert rules. After a few evaluation rounds the
-script reads each group's ``evaluationTime`` from /api/v1/rules (several samples) and times
+Prometheus then runs the shipped recording and alert rules, by default every group every minute
+(``--group-interval 1m``, a stress: the 4-minute and hourly groups run 4 and 60 times as often
+as shipped), or at the shipped intervals (``--group-interval ''``, with ``--hourly-interval 4m``
+to time the hourly groups ten times in 40 minutes). After a few evaluation rounds the script
+reads each group's ``evaluationTime`` from /api/v1/rules, once per evaluation, until each group
+has ``--readings`` of them, and times
 every query of the fleet dashboard (dashboards/json/ssdfleet-fleet.json) with ``$job``
 substituted: as Grafana sends it (instant, or a range over the dashboard's 7 days) and
 repeated to take a median.
@@ -221,8 +225,18 @@ HISTORY_FAMILIES = (
     ("ssd:io_busy_seconds:rate1h", "gauge", ""),
     ("ssd:defects:min1h", "gauge", ""),
     ("ssd:io_flush_await_seconds:median1h", "gauge", ""),
+    # What the hourly day groups (ssdfleet-recording-1h-day*) would have recorded in the last
+    # hours: the 4-minute day rules read the latest of these, and fall back on the 5-minute
+    # figures without them.
+    ("ssd:host_written_bytes:avg1d_rate1h", "gauge", ""),
+    ("ssd:nand_written_bytes:avg1d_rate1h", "gauge", ""),
+    ("ssd:io_busy_seconds:avg1d_rate1h", "gauge", ""),
+    ("ssd:io_write_time_seconds:sum1d_rate1h", "gauge", ""),
+    ("ssd:io_writes_completed:sum1d_rate1h", "gauge", ""),
+    ("ssd:io_flush_await_seconds:median1d_median1h", "gauge", ""),
 )
 RECORDED_HISTORY = 25 * 3600  # seconds of hourly recorded figures before now
+RECORDED_DAYS = 3 * 3600  # seconds of hourly day figures before now
 
 
 def _history_values(spec: DriveSpec, t: float) -> Tuple[float, float, float, Optional[float]]:
@@ -292,6 +306,25 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> i
                         f"ssd:nand_written_bytes:rate1h{{{labels}}} {(st.nand_written - before.nand_written) / 3600:.6g} {ts}")
                     rows["ssd:defects:min1h"].append(
                         f'ssd:defects:min1h{{{labels},type="reallocated"}} {_defects(fleet, spec, before, False)} {ts}')
+                if t < fleet.now - RECORDED_DAYS:
+                    continue
+                # The day as the hourly day groups see it: the mean (or sum) of the last 24
+                # hourly rates is the growth over the day divided by a day (or by an hour).
+                day = state_at(spec, t - DAY)
+                w24, _, wt24, b24 = _io(spec, day.host_written, day.host_read, cache)
+                rec = (("ssd:host_written_bytes:avg1d_rate1h", (st.host_written - day.host_written) / DAY),
+                       ("ssd:io_busy_seconds:avg1d_rate1h", (b1 - b24) / DAY),
+                       ("ssd:io_write_time_seconds:sum1d_rate1h", (wt1 - wt24) / 3600),
+                       ("ssd:io_writes_completed:sum1d_rate1h", (w1 - w24) / 3600))
+                for name, value in rec:
+                    rows[name].append(f"{name}{{{labels}}} {value:.6g} {ts}")
+                if cache:
+                    rows["ssd:io_flush_await_seconds:median1d_median1h"].append(
+                        f"ssd:io_flush_await_seconds:median1d_median1h{{{labels}}} "
+                        f"{spec.write_latency_cache_on / 2:.6g} {ts}")
+                if nand_kind:
+                    rows["ssd:nand_written_bytes:avg1d_rate1h"].append(
+                        f"ssd:nand_written_bytes:avg1d_rate1h{{{labels}}} {(st.nand_written - day.nand_written) / DAY:.6g} {ts}")
     n = 0
     with open(path, "w") as fh:
         for name, kind, _ in HISTORY_FAMILIES:
@@ -802,6 +835,10 @@ def main() -> int:
                     "groups are timed too, and every group competes with all the others every minute, 4 times "
                     "the shipped work of the 4-minute groups and 60 times that of the hourly ones, a harsher "
                     "setting than the shipped one); '' keeps the shipped intervals")
+    ap.add_argument("--hourly-interval", default="",
+                    help="with the shipped intervals, evaluate the hourly groups at this interval instead (e.g. 4m, "
+                    "so that a run of 40 minutes times each of them ten times; they then run 15 times as often "
+                    "as shipped)")
     ap.add_argument("--readings", type=int, default=4,
                     help="evaluations of each rule group to read (its median and maximum are printed)")
     ap.add_argument("--max-interval", default="4m",
@@ -856,6 +893,8 @@ def main() -> int:
                 for group in doc["groups"]:
                     if args.group_interval:
                         group["interval"] = args.group_interval
+                    elif args.hourly_interval and group.get("interval") == "1h":
+                        group["interval"] = args.hourly_interval
                 (workdir / name).write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
         rules = [n for n in ("ssdfleet-recording.yml", "ssdfleet-alerts.yml") if (workdir / n).exists()]
         config = {
@@ -927,7 +966,9 @@ def main() -> int:
                 break
             if stopping.wait(20):
                 break
-        out(f"\nrule groups evaluated {'every ' + args.group_interval if args.group_interval else 'at their shipped intervals'}; readings over "
+        how = ("every " + args.group_interval if args.group_interval else "at their shipped intervals"
+               + (f", the hourly ones every {args.hourly_interval}" if args.hourly_interval else ""))
+        out(f"\nrule groups evaluated {how}; readings over "
             f"{(time.monotonic() - started) / 60:.0f} min")
         out(f"\nload average (1 min) during the readings: {', '.join(f'{v:.2f}' for v in loads)}")
         out("\n| rule group | interval | evaluations | evaluation time (median) | max |")

@@ -397,3 +397,44 @@ def test_unit_tests_load_the_shipped_rule_files():
     for path, doc in zip(UNIT_TESTS, _unit_test_docs()):
         files = {(path.parent / f).resolve() for f in doc["rule_files"]}
         assert files & {ALERTS.resolve(), RECORDING.resolve()}, path.name
+
+
+def test_unit_tests_evaluate_the_groups_in_file_order():
+    """promtool orders groups at random without group_eval_order, and the shipped groups chain
+    (5-minute rates -> hourly figures -> the day once an hour -> the 4-minute day figures ->
+    alerts): every test file lists every group it loads, in the rule files' order
+    (scripts/rule_test_order.py writes the lists)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rule_test_order", ROOT / "scripts" / "rule_test_order.py")
+    order = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(order)
+    for path, doc in zip(UNIT_TESTS, _unit_test_docs()):
+        assert doc.get("group_eval_order") == order.group_order(path), (
+            f"{path.name}: run python scripts/rule_test_order.py")
+    # The check can fail: a file without the list, or with a group missing, is rewritten.
+    text = "rule_files:\n  - x.yml\n\nevaluation_interval: 1m\n\ntests: []\n"
+    written = order.with_order(text, ["a", "b"])
+    assert "group_eval_order:\n  - a\n  - b\n" in written
+    assert order.with_order(written, ["a", "b"]) == written
+    assert "  - c\n" in order.with_order(written, ["a", "b", "c"])
+    with pytest.raises(ValueError):
+        order.with_order("tests: []\n", ["a"])
+
+
+def test_recording_groups_read_only_groups_above_them():
+    """The file order is the evaluation order the unit tests use: a recorded series read by a
+    rule must be recorded by a group above it (or earlier in its own group)."""
+    doc = yaml.safe_load(RECORDING.read_text())
+    recorded_where = {}
+    for index, group in enumerate(doc["groups"]):
+        for rule in group["rules"]:
+            recorded_where.setdefault(rule.get("record"), index)
+    for index, group in enumerate(doc["groups"]):
+        seen = set()
+        for rule in group["rules"]:
+            for name in metric_names(rule["expr"]):
+                if name in recorded_where and name not in seen:
+                    assert recorded_where[name] < index, (
+                        f"{group['name']}: {rule.get('record')} reads {name}, recorded below it")
+            seen.add(rule.get("record"))
