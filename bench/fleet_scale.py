@@ -234,6 +234,13 @@ HISTORY_FAMILIES = (
     ("ssd:io_write_time_seconds:sum1d_rate1h", "gauge", ""),
     ("ssd:io_writes_completed:sum1d_rate1h", "gauge", ""),
     ("ssd:io_flush_await_seconds:median1d_median1h", "gauge", ""),
+    # With --raw-history, the last 25 hours of the counters (and the recorded 5-minute flush
+    # mean) that rules before the hourly rewrite read over a raw day, at every history step:
+    # to price those rules against the shipped ones on the same data.
+    ("ssd_io_writes_completed", "counter", "_total"),
+    ("ssd_io_write_time_seconds", "counter", "_total"),
+    ("ssd_io_busy_seconds", "counter", "_total"),
+    ("ssd:io_flush_await_seconds:mean5m", "gauge", ""),
 )
 RECORDED_HISTORY = 25 * 3600  # seconds of hourly recorded figures before now
 RECORDED_DAYS = 3 * 3600  # seconds of hourly day figures before now
@@ -262,8 +269,11 @@ def _defects(fleet: Fleet, spec: DriveSpec, st, live: bool) -> int:
     return int(st.grown_bad_ratio * 1e5) + faults.get("defects", 0) + (faults.get("defect_grew", 0) if live else 0)
 
 
-def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> int:
-    """One 2-hour range of OpenMetrics (families grouped, as the format requires)."""
+def write_history_file(fleet: Fleet, start: float, path: Path, step: float, raw: bool = False) -> int:
+    """One 2-hour range of OpenMetrics (families grouped, as the format requires).
+
+    The recorded hourly figures are written on the hour only, whatever the step, as the hourly
+    groups record them; with ``raw`` the I/O counters are written at every step too."""
     times = [start + i * step for i in range(int(BLOCK // step)) if start + i * step < fleet.now - 3600]
     if not times:
         return 0
@@ -288,9 +298,19 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> i
                         f'ssd_defects{{{labels},type="reallocated"}} {_defects(fleet, spec, st, False)} {ts}')
                 if t < fleet.now - RECORDED_HISTORY:
                     continue
-                before = state_at(spec, t - 3600)
                 cache = fleet.cache_on(instance, spec)
                 w1, _, wt1, b1 = _io(spec, st.host_written, st.host_read, cache)
+                if raw:
+                    rows["ssd_io_writes_completed"].append(f"ssd_io_writes_completed_total{{{labels}}} {w1:.0f} {ts}")
+                    rows["ssd_io_write_time_seconds"].append(
+                        f"ssd_io_write_time_seconds_total{{{labels}}} {wt1:.3f} {ts}")
+                    rows["ssd_io_busy_seconds"].append(f"ssd_io_busy_seconds_total{{{labels}}} {b1:.3f} {ts}")
+                    if cache:
+                        rows["ssd:io_flush_await_seconds:mean5m"].append(
+                            f"ssd:io_flush_await_seconds:mean5m{{{labels}}} {spec.write_latency_cache_on / 2:.6g} {ts}")
+                if t % 3600:
+                    continue
+                before = state_at(spec, t - 3600)
                 w0, _, wt0, b0 = _io(spec, before.host_written, before.host_read, cache)
                 rec = (("ssd:host_written_bytes:rate1h", (st.host_written - before.host_written) / 3600),
                        ("ssd:io_writes_completed:rate1h", (w1 - w0) / 3600),
@@ -338,7 +358,7 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float) -> i
     return n
 
 
-def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path) -> Dict[str, float]:
+def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path, raw: bool = False) -> Dict[str, float]:
     first = (int(fleet.now - days * DAY) // BLOCK) * BLOCK
     starts = list(range(first, int(fleet.now - 3600), BLOCK))
     data.mkdir(parents=True, exist_ok=True)
@@ -362,7 +382,7 @@ def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path) 
         for i, start in enumerate(starts):
             path = files / f"{start}.om"
             t = time.monotonic()
-            n = write_history_file(fleet, start, path, step)
+            n = write_history_file(fleet, start, path, step, raw)
             gen_time += time.monotonic() - t
             if n == 0:
                 path.unlink(missing_ok=True)
@@ -821,6 +841,9 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=420, help="seconds of live scraping before measuring")
     ap.add_argument("--targets", type=int, default=25,
                     help="scrape targets the live fleet is split over (consecutive hosts each)")
+    ap.add_argument("--raw-history", action="store_true",
+                    help="backfill the I/O counters too, at every --step over the last 25 hours (with e.g. "
+                    "--step 60 and --rules-dir of an older version, to price rules that read raw day windows)")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--before-dashboard", help="another fleet dashboard JSON to time alongside")
@@ -828,7 +851,7 @@ def main() -> int:
     ap.add_argument("--rules-dir", help="load ssdfleet-recording.yml and ssdfleet-alerts.yml from here "
                     "(default deploy/prometheus), e.g. another version's, to time its rule groups")
     ap.add_argument("--bad-day", action="store_true",
-                    help=f"a firmware bug switched the write cache off on {BAD_DAY_HOSTS:.0%} of the hosts")
+                    help=f"a firmware bug switched the write cache off on {BAD_DAY_HOSTS:.0%}% of the hosts")  # %% for argparse
     ap.add_argument("--seed", type=int, default=17, help="random seed of the fleet model")
     ap.add_argument("--group-interval", default="1m",
                     help="evaluate every rule group at this interval during the run (default 1m: the hourly "
@@ -873,7 +896,7 @@ def main() -> int:
               f"at {args.step:g} s; {'BAD DAY' if args.bad_day else 'a normal day'}", flush=True)
         print(f"fleet model: {fleet.describe()}", flush=True)
         t = time.monotonic()
-        stats = backfill(fleet, args.days, args.step, workdir, data)
+        stats = backfill(fleet, args.days, args.step, workdir, data, args.raw_history)
         stats["wall_seconds"] = time.monotonic() - t
         print(f"backfill: {stats['samples'] / 1e6:.1f} M samples, {stats['bytes'] / 1e9:.2f} GB OpenMetrics, "
               f"{stats['blocks']} blocks, generate {stats['generate_seconds']:.0f} s, promtool "
@@ -925,7 +948,7 @@ def main() -> int:
         if args.output:
             out.open(args.output)
             out(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days at "
-                f"{args.step:g} s; live scrape every 60 s for {args.settle:.0f} s before measuring; rules from "
+                f"{args.step:g} s{' (I/O counters too, last 25 h)' if args.raw_history else ''}; live scrape every 60 s for {args.settle:.0f} s before measuring; rules from "
                 f"{args.rules_dir or 'deploy/prometheus'}; {'BAD DAY' if args.bad_day else 'a normal day'}\n")
             out(f"fleet model: {fleet.describe()}\n")
         stopping.wait(args.settle)
@@ -1040,7 +1063,7 @@ def main() -> int:
         out(f"prometheus RSS {rss:.0f} MiB with {head['numSeries']} head series "
             f"({rss / max(1, head['numSeries']) * 1e6 / 1024:.1f} GiB per million series); data dir "
             f"{_du(data) / 1e9:.3f} GB for {stats['samples'] / 1e6:.2f} M backfilled samples "
-            f"({_du(data) / max(1, stats['samples']):.2f} bytes per sample, hourly samples); live exposition "
+            f"({_du(data) / max(1, stats['samples']):.2f} bytes per sample, samples {args.step:g} s apart); live exposition "
             f"{live.series} series ({live.series / fleet.drive_count:.1f} per drive), "
             f"{live.size / fleet.drive_count:.0f} bytes per drive per scrape; live render {live.render_seconds:.1f} s")
         sample = fleet.hosts[0][1][0]

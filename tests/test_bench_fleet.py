@@ -1,0 +1,114 @@
+"""The benchmarks under bench/ start, and the fleet bench's backfill is data promtool takes.
+
+No timing is asserted here (bench/ prints its figures); these tests only keep the benchmarks
+runnable: every script answers ``--help``, and the OpenMetrics the fleet bench writes for its
+history (hourly, and with ``--raw-history`` at the scrape step) is turned into a TSDB block by
+the real ``promtool tsdb create-blocks-from openmetrics``, with as many samples as were written.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package prometheus)")
+
+# A fixed, block-aligned "now", so that the ranges written below are the same on every run.
+NOW = 1_790_000_000 - 1_790_000_000 % 7200
+
+
+def _load_fleet_scale():
+    spec = importlib.util.spec_from_file_location("fleet_scale", BENCH / "fleet_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py") if "argparse" in p.read_text()))
+def test_every_bench_script_answers_help(script):
+    proc = subprocess.run([sys.executable, str(BENCH / script), "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage:")
+
+
+def _samples(path: Path) -> Counter:
+    """{sample name: lines} of an OpenMetrics file."""
+    names = Counter()
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            names[re.match(r"[^{ ]+", line).group(0)] += 1
+    return names
+
+
+def _timestamps(path: Path, name: str):
+    return sorted({int(line.rsplit(" ", 1)[1]) for line in path.read_text().splitlines()
+                   if line.startswith(name + "{")})
+
+
+@pytest.fixture(scope="module")
+def fleet_scale():
+    return _load_fleet_scale()
+
+
+@pytest.fixture(scope="module")
+def fleet(fleet_scale):
+    return fleet_scale.Fleet(hosts=3, per_host=2, now=float(NOW), seed=5)
+
+
+def test_raw_history_adds_the_counters_at_every_step_and_keeps_the_hourly_figures_on_the_hour(
+        fleet_scale, fleet, tmp_path):
+    start = NOW - 3 * 7200  # a range inside the last 25 hours, before the last hour
+    hourly, raw = tmp_path / "hourly.om", tmp_path / "raw.om"
+    n_hourly = fleet_scale.write_history_file(fleet, start, hourly, 3600)
+    n_raw = fleet_scale.write_history_file(fleet, start, raw, 60, raw=True)
+    assert n_hourly == sum(_samples(hourly).values())
+    assert n_raw == sum(_samples(raw).values())
+    plain, dense = _samples(hourly), _samples(raw)
+    assert "ssd_io_writes_completed_total" not in plain
+    drives = fleet.drive_count
+    for name in ("ssd_io_writes_completed_total", "ssd_io_write_time_seconds_total", "ssd_io_busy_seconds_total"):
+        assert dense[name] == drives * 120, name  # every minute of the 2-hour range
+        assert _timestamps(raw, name) == list(range(start, start + 7200, 60))
+    # the recorded hourly figures are those the hourly groups write: on the hour, whatever the step
+    for name in ("ssd:host_written_bytes:rate1h", "ssd:io_busy_seconds:rate1h"):
+        assert dense[name] == plain[name] == drives * 2, name
+        assert _timestamps(raw, name) == [start, start + 3600]
+    # counters written at every step never go backwards
+    for line_prefix in ("ssd_io_busy_seconds_total{",):
+        by_series = {}
+        for line in raw.read_text().splitlines():
+            if line.startswith(line_prefix):
+                labels, value, ts = line.rsplit(" ", 2)
+                by_series.setdefault(labels, []).append((int(ts), float(value)))
+        for points in by_series.values():
+            values = [v for _, v in sorted(points)]
+            assert values == sorted(values)
+
+
+@needs_promtool
+@pytest.mark.parametrize("raw", [False, True], ids=["hourly", "raw"])
+def test_promtool_turns_the_backfill_into_a_block_with_every_sample(fleet_scale, fleet, tmp_path, raw):
+    path = tmp_path / "range.om"
+    n = fleet_scale.write_history_file(fleet, NOW - 3 * 7200, path, 60 if raw else 3600, raw=raw)
+    assert n > 0
+    data = tmp_path / "data"
+    proc = subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(path), str(data)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    listing = subprocess.run([PROMTOOL, "tsdb", "list", str(data)], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+    _, *rows = [line.split() for line in listing.strip().splitlines()]
+    assert rows, listing
+    # columns: BLOCK ULID, MIN TIME, MAX TIME, DURATION, NUM SAMPLES, NUM CHUNKS, NUM SERIES, SIZE
+    assert sum(int(row[4]) for row in rows) == n, listing
