@@ -299,6 +299,7 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float, raw:
                 if t < fleet.now - RECORDED_HISTORY:
                     continue
                 cache = fleet.cache_on(instance, spec)
+                flush_mean = spec.write_latency_cache_on / 2  # the live flush counters' mean, cache on
                 w1, _, wt1, b1 = _io(spec, st.host_written, st.host_read, cache)
                 if raw:
                     rows["ssd_io_writes_completed"].append(f"ssd_io_writes_completed_total{{{labels}}} {w1:.0f} {ts}")
@@ -307,7 +308,7 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float, raw:
                     rows["ssd_io_busy_seconds"].append(f"ssd_io_busy_seconds_total{{{labels}}} {b1:.3f} {ts}")
                     if cache:
                         rows["ssd:io_flush_await_seconds:mean5m"].append(
-                            f"ssd:io_flush_await_seconds:mean5m{{{labels}}} {spec.write_latency_cache_on / 2:.6g} {ts}")
+                            f"ssd:io_flush_await_seconds:mean5m{{{labels}}} {flush_mean:.6g} {ts}")
                 if t % 3600:
                     continue
                 before = state_at(spec, t - 3600)
@@ -318,9 +319,9 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float, raw:
                        ("ssd:io_busy_seconds:rate1h", (b1 - b0) / 3600))
                 for name, value in rec:
                     rows[name].append(f"{name}{{{labels}}} {value:.6g} {ts}")
-                if cache:  # the live flush counters' mean: half a write's time with the cache on
+                if cache:
                     rows["ssd:io_flush_await_seconds:median1h"].append(
-                        f"ssd:io_flush_await_seconds:median1h{{{labels}}} {spec.write_latency_cache_on / 2:.6g} {ts}")
+                        f"ssd:io_flush_await_seconds:median1h{{{labels}}} {flush_mean:.6g} {ts}")
                 if nand_kind:
                     rows["ssd:nand_written_bytes:rate1h"].append(
                         f"ssd:nand_written_bytes:rate1h{{{labels}}} {(st.nand_written - before.nand_written) / 3600:.6g} {ts}")
@@ -341,7 +342,7 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float, raw:
                 if cache:
                     rows["ssd:io_flush_await_seconds:median1d_median1h"].append(
                         f"ssd:io_flush_await_seconds:median1d_median1h{{{labels}}} "
-                        f"{spec.write_latency_cache_on / 2:.6g} {ts}")
+                        f"{flush_mean:.6g} {ts}")
                 if nand_kind:
                     rows["ssd:nand_written_bytes:avg1d_rate1h"].append(
                         f"ssd:nand_written_bytes:avg1d_rate1h{{{labels}}} {(st.nand_written - day.nand_written) / DAY:.6g} {ts}")
@@ -837,7 +838,9 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=2500)
     ap.add_argument("--drives-per-host", type=int, default=8)
     ap.add_argument("--days", type=float, default=30)
-    ap.add_argument("--step", type=float, default=3600, help="seconds between history samples")
+    ap.add_argument("--step", type=_history_step, default=3600,
+                    help="seconds between history samples (a whole divisor of 3600, so that the hourly "
+                    "figures fall on a step)")
     ap.add_argument("--settle", type=float, default=420, help="seconds of live scraping before measuring")
     ap.add_argument("--targets", type=int, default=25,
                     help="scrape targets the live fleet is split over (consecutive hosts each)")
@@ -1081,6 +1084,17 @@ def main() -> int:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0
+
+
+def _history_step(text: str) -> int:
+    """--step: whole seconds dividing an hour (the hourly figures are written on the hour)."""
+    try:
+        step = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if step <= 0 or 3600 % step:
+        raise argparse.ArgumentTypeError(f"{step} s does not divide an hour (e.g. 15, 60, 300, 3600)")
+    return step
 
 
 def _seconds(duration: str) -> float:

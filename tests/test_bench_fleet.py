@@ -85,15 +85,27 @@ def test_raw_history_adds_the_counters_at_every_step_and_keeps_the_hourly_figure
         assert dense[name] == plain[name] == drives * 2, name
         assert _timestamps(raw, name) == [start, start + 3600]
     # counters written at every step never go backwards
-    for line_prefix in ("ssd_io_busy_seconds_total{",):
-        by_series = {}
-        for line in raw.read_text().splitlines():
-            if line.startswith(line_prefix):
-                labels, value, ts = line.rsplit(" ", 2)
-                by_series.setdefault(labels, []).append((int(ts), float(value)))
-        for points in by_series.values():
-            values = [v for _, v in sorted(points)]
-            assert values == sorted(values)
+    by_series = {}
+    for line in raw.read_text().splitlines():
+        if line.startswith(("ssd_io_writes_completed_total{", "ssd_io_write_time_seconds_total{",
+                            "ssd_io_busy_seconds_total{")):
+            labels, value, ts = line.rsplit(" ", 2)
+            by_series.setdefault(labels, []).append((int(ts), float(value)))
+    assert len(by_series) == 3 * drives
+    for points in by_series.values():
+        values = [v for _, v in sorted(points)]
+        assert values == sorted(values)
+
+
+@pytest.mark.parametrize("step", ["0", "-60", "7", "60.5", "abc", ""])
+def test_fleet_bench_refuses_a_step_that_does_not_divide_an_hour(step):
+    """The hourly figures are written on the hour: a step that misses it would leave them out
+    silently (and 0 would divide by zero). Refused before anything is started."""
+    proc = subprocess.run([sys.executable, str(BENCH / "fleet_scale.py"), "--step", step, "--hosts", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "argument --step" in proc.stderr
+    assert "fleet:" not in proc.stdout
 
 
 @needs_promtool
