@@ -749,6 +749,8 @@ def parse_scan_json(data: Union[bytes, str]) -> List[ScanEntry]:
             raise ParseError(f"smartctl scan JSON: devices[{index}].type is missing or not a string")
         if protocol is not None and not isinstance(protocol, str):
             raise ParseError(f"smartctl scan JSON: devices[{index}].protocol is not a string")
+        if entry.get("open_error") is not None:
+            continue  # --scan-open could not open it (the text form comments such lines out)
         out.append(ScanEntry(name=name, type=dev_type, protocol=protocol))
     return out
 

@@ -10,7 +10,8 @@ accepts exactly these forms. One table, so the three can never disagree again.
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import Iterable, Optional, Tuple
 
 # (name, the arguments after "name," as a regex, what it is). A type with a disk number reaches
 # one disk of several behind the node it is opened on.
@@ -80,3 +81,64 @@ def is_valid(dev_type: str) -> bool:
         return True
     match = _PASS_THROUGH_RE.fullmatch(dev_type)
     return match is not None and bool(_ARGS[match.group("name")].fullmatch(match.group("args")))
+
+
+# --------------------------------------------------------------------------- scan results
+# What a pass-through ``-d`` value from ``smartctl --scan-open`` says about the disk it reaches:
+# which controller family, which numbers (smartctl(8), "-d TYPE"), and the protocol spoken
+# behind the controller when the scan names one (``sat+megaraid,60``: an ATA disk behind a
+# MegaRAID, reached with SCSI-to-ATA translation).
+
+# The disk's index among the numbers, per family: the N of megaraid,N is the controller's device
+# id (storcli's DID, MegaCli's "Device Id"), aacraid's is its last number (H,L,ID), sssraid's
+# its slot (E,S); hpt's controller/channel[/pmport] names no single index.
+_DISK_INDEX = {"megaraid": 0, "cciss": 0, "3ware": 0, "areca": 0, "jmb39x": 0, "jmb39x-q": 0,
+               "jmb39x-q2": 0, "jms56x": 0, "intelliprop": 0, "aacraid": 2, "sssraid": 1}
+
+
+@dataclass(frozen=True)
+class Address:
+    """A disk behind a controller, as a ``-d`` value names it."""
+
+    family: str
+    numbers: Tuple[int, ...]
+    protocol: Optional[str] = None  # "sat" of sat+megaraid,N; "ata" of intelliprop,0+ata
+    options: Tuple[str, ...] = ()  # jmb39x's ",s<sector>" and ",force"
+
+    @property
+    def disk(self) -> Optional[int]:
+        index = _DISK_INDEX.get(self.family)
+        return self.numbers[index] if index is not None and index < len(self.numbers) else None
+
+
+def address(dev_type: Optional[str]) -> Optional[Address]:
+    """The :class:`Address` of a valid pass-through ``-d`` value, None for a plain type, a bare
+    family name or anything :func:`is_valid` refuses."""
+    if not dev_type or len(dev_type) > MAX_TYPE_CHARS:
+        return None
+    match = _PASS_THROUGH_RE.fullmatch(dev_type)
+    if match is None or not _ARGS[match.group("name")].fullmatch(match.group("args")):
+        return None
+    prefix = dev_type[: match.start("name")].rstrip("+")
+    args, _, suffix = match.group("args").partition("+")
+    numbers, options = [], []
+    for part in re.split(r"[,/]", args):
+        if part.isdigit():
+            numbers.append(int(part))
+        else:
+            options.append(part)
+    protocol = (prefix.split(",")[0] if prefix else None) or (suffix.split(",")[0] if suffix else None)
+    return Address(family=match.group("name"), numbers=tuple(numbers), protocol=protocol, options=tuple(options))
+
+
+def behind_controllers(entries: Iterable) -> Tuple[Tuple[str, str, Address], ...]:
+    """``(node, -d type, address)`` for each scan entry (anything with ``name`` and ``type``, as
+    :class:`~collectors.smartctl.json_report.ScanEntry`) that reaches a disk behind a
+    controller, in scan order; plain devices are left out. Two disks behind one controller share
+    the node (``/dev/bus/0``) and differ by address."""
+    out = []
+    for entry in entries:
+        found = address(getattr(entry, "type", None))
+        if found is not None:
+            out.append((entry.name, entry.type, found))
+    return tuple(out)
