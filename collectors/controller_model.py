@@ -210,7 +210,7 @@ _SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,6})?)\s*([KMGTP]i?B|B)\b", re.IGNORE
 
 
 def size_bytes(text: Optional[str], decimal: bool = False) -> Optional[int]:
-    """``"893.750 GB"`` in bytes. The three tools print volume and drive capacities in binary
+    """``"893.750 GB"`` in bytes (None for 0). The three tools print volume and drive capacities in binary
     units (storcli's 893.750 GB for a 960 GB SSD is 960e9 / 2^30, MegaCli's ``Raw Size`` agrees
     with its sector count, arcconf's 140014 MB is 146.8e9 / 2^20); Smart Array's physical drive
     sizes are the nominal decimal ones (``decimal=True``). Rounded as the tool rounds; None when
@@ -224,7 +224,8 @@ def size_bytes(text: Optional[str], decimal: bool = False) -> Optional[int]:
     # "GiB" is binary whoever prints it; a bare "GB" is binary unless the caller knows better.
     factor = _BINARY_UNITS[unit] if "I" in unit or not decimal else _DECIMAL_UNITS[unit]
     value = round(float(match.group(1)) * factor)
-    return value if 0 <= value <= MAX_BYTES else None
+    # 0 is what the tools print for a missing drive or an empty slot: not a capacity.
+    return value if 0 < value <= MAX_BYTES else None
 
 
 def celsius(value) -> Optional[float]:

@@ -151,3 +151,20 @@ def test_truncated_and_impossible_values_are_withheld():
     report = parse_getconfig(odd)
     assert report.batteries[0].charge_ratio is None
     assert report.volumes[0].size_bytes is None and report.volumes[0].raid_level is None
+
+
+def test_degraded_ssd_raid10_with_a_missing_drive_write_back_unprotected():
+    """issue155: an SSD RAID 10 lost a drive; both volumes cache writes whatever happens (setting
+    Enabled (write-back), no battery or ZMM section) and the drives' own caches are on too."""
+    report = parse_getconfig(read_fixture(F + "check_raid__issue155_getconfig.txt"))
+    hdd, ssd = report.volumes
+    assert (ssd.name, ssd.state, ssd.state_raw, ssd.size_bytes) == ("SSD", "degraded", "Degraded", 974838 * MIB)
+    assert ssd.members == ("0,2", "0,3", "0,6", "0,7")  # "Inconsistent (0,2)" is still a member
+    assert ssd.current_cache.write == ALWAYS_WRITE_BACK and ssd.current_cache.cache_when_bad_battery is True
+    assert ssd.disk_cache == "enabled"  # from the three drives present; the missing one has no cache
+    assert hdd.state == "optimal" and hdd.disk_cache == "enabled"
+    missing = report.drive("1", "0,2")
+    # "State : Failed", "Vendor : *MISSING*", "Size : 0 MB", "Write Cache : Unknown"
+    assert (missing.state, missing.model, missing.size_bytes, missing.write_cache) == ("failed", None, None, None)
+    assert report.drive("1", "0,3").model == "KINGSTON SKC400S37512G"
+    assert report.batteries == ()  # nothing printed: no record, neither present nor missing

@@ -3,8 +3,10 @@ parts) and ``arcconf GETSTATUS <n>`` into a :class:`ControllerReport`.
 
 GETCONFIG prints sections under dashed rules (``Controller information``, ``Logical device
 information``, ``Physical Device information``), sub-sections under shorter indented rules
-(``Controller Battery Information``, ``Controller ZMM Information``, ``Controller Cache Backup
-Unit Information``), and ``Key : Value`` lines. Releases differ in wording: ``Logical drive
+(``Controller Battery Information``, ``Controller ZMM Information``), and ``Key : Value`` lines.
+Series 7/8 controllers print a ``Controller Cache Backup Unit Information`` block (supercap,
+learn status) instead; no public capture of a size that could be copied here was found, so that
+block is not read yet and such a controller reports no battery record (absent, not "missing"). Releases differ in wording: ``Logical drive
 number 1`` / ``Logical device number 0`` / ``Logical Device number 0``, ``Status of logical
 device`` / ``Status of Logical Device``, ``Okay`` / ``Optimal``. The output ends with ``Command
 completed successfully.``; without it the output is taken as truncated.
@@ -196,18 +198,6 @@ def _batteries(controller: str, block: _Block) -> Tuple[Battery, ...]:
         missing = "not installed" in zmm.lower()
         out.append(Battery(controller=controller, kind="zmm", present=not missing, state_raw=zmm,
                            state="missing" if missing else _battery_state(zmm.lower())))
-    unit = "Controller Cache Backup Unit Information/"
-    overall = clean(fields.get(unit + "Overall Backup Unit Status"))
-    if overall is not None:
-        learn = (clean(fields.get(unit + "Learn Status")) or "").lower()
-        out.append(Battery(
-            controller=controller, kind="supercap", model=clean(fields.get(unit + "Backup Unit Type")),
-            state_raw=overall, state="learning" if learn.startswith("in progress") or learn == "active"
-            else _battery_state(overall.lower()),
-            charge_ratio=percent_ratio(fields.get(unit + "Charge Level")),
-            temperature_celsius=celsius(fields.get(unit + "Current Temperature")),
-            learn_active=None if not learn else learn not in ("idle",),
-        ))
     return tuple(out)
 
 
@@ -229,7 +219,8 @@ def _volume(controller: str, block: _Block, drives: Tuple[PhysicalDrive, ...]) -
     if state in ("degraded", "partially-degraded") and any(d.state == "rebuilding" for d in drives if d.slot in members):
         state = "rebuilding"
     default = _setting(fields.get("Write-cache setting"))
-    member_caches = {d.write_cache for d in drives if d.slot in members}
+    # The drives' own caches, from the members whose cache is known (a missing drive has none).
+    member_caches = {d.write_cache for d in drives if d.slot in members and d.write_cache is not None}
     return VirtualDisk(
         controller=controller, id=block.key,
         name=clean(_first(fields, "Logical device name", "Logical Device name", "Logical drive name")),
@@ -312,6 +303,8 @@ def _drive(controller: str, block: _Block) -> Optional[PhysicalDrive]:
     state_raw = clean(fields.get("State")) or ""
     word = state_raw.lower()
     vendor, model = clean(fields.get("Vendor")), clean(fields.get("Model"))
+    if vendor and vendor.startswith("*"):
+        vendor = None  # "*MISSING*": the drive is gone, there is no vendor
     speed = clean(fields.get("Transfer Speed")) or ""
     return PhysicalDrive(
         controller=controller, slot=f"{channel.group(1)},{channel.group(2)}",
