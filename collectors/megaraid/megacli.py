@@ -43,6 +43,7 @@ from collectors.megaraid import vocabulary as vocab
 FAMILY = "megaraid"
 _ADAPTER = re.compile(r"^(?:Adapter\s*#\s*|Adapter\s+|BBU status for Adapter:\s*)(\d{1,3})\b")
 _VOLUME = re.compile(r"^Virtual (?:Drive|Disk)\s*:\s*(\d{1,4})\s*\(Target Id:\s*(\d{1,4})\)")
+_PD_BLOCK = re.compile(r"^PD:\s*\d+\s+Information")
 _EXIT = re.compile(r"^Exit Code:\s*0x([0-9A-Fa-f]{1,8})\s*$")
 _PROGRESS = re.compile(r"^(Rebuild|Reconstruction|Background Initialization|Initialization|Check Consistency)\s*"
                        r":\s*Completed\s+(\d{1,3})%")
@@ -119,17 +120,18 @@ def parse_ldinfo(data: Union[bytes, str]) -> ControllerReport:
     block: Optional[Dict[str, str]] = None
     drive_block: Optional[Dict[str, str]] = None
     for _, line, key, value in _pairs(lines):
-        adapter_match = _ADAPTER.match(line)
-        volume_match = _VOLUME.match(line)
-        if adapter_match or volume_match or re.match(r"^PD:\s*\d+\s+Information", line):
-            drive_block = _flush_drive(adapter, drive_block, drives, volumes, block)
+        adapter_match, volume_match, drive_match = _ADAPTER.match(line), _VOLUME.match(line), _PD_BLOCK.match(line)
+        if adapter_match or volume_match or drive_match:  # a new block closes the drive block open
+            _flush_drive(adapter, drive_block, drives, block)
+            drive_block = None
+        if adapter_match or volume_match:  # ... and a new adapter or volume the volume open
+            _flush_volume(adapter, block, volumes)
+            block = None
         if adapter_match:
-            block = _flush_volume(adapter, block, volumes)
             adapter = adapter_match.group(1)
         elif volume_match:
-            block = _flush_volume(adapter, block, volumes)
             block = {"_target": volume_match.group(2)}
-        elif re.match(r"^PD:\s*\d+\s+Information", line):
+        elif drive_match:
             drive_block = {}
         elif drive_block is not None and key:
             drive_block.setdefault(key, value)
@@ -139,7 +141,7 @@ def parse_ldinfo(data: Union[bytes, str]) -> ControllerReport:
                 block["_progress"] = f"{progress.group(1)}:{progress.group(2)}"
             elif key:
                 block.setdefault(key, value)
-    _flush_drive(adapter, drive_block, drives, volumes, block)
+    _flush_drive(adapter, drive_block, drives, block)
     _flush_volume(adapter, block, volumes)
     if not volumes:
         raise ParseError("MegaCli -LDInfo: no 'Virtual Drive: N (Target Id: N)' block")
@@ -148,7 +150,7 @@ def parse_ldinfo(data: Union[bytes, str]) -> ControllerReport:
 
 def _flush_volume(adapter: str, block: Optional[Dict[str, str]], volumes: List[VirtualDisk]) -> None:
     if block is None:
-        return None
+        return
     state_raw = clean(block.get("State")) or ""
     state = vocab.state(vocab.VOLUME_STATES, state_raw)
     progress = None
@@ -170,20 +172,18 @@ def _flush_volume(adapter: str, block: Optional[Dict[str, str]], volumes: List[V
         disk_cache=vocab.disk_cache(block.get("Disk Cache Policy")),
         members=tuple(block.get("_members", "").split()),
     ))
-    return None
 
 
 def _flush_drive(adapter: str, fields: Optional[Dict[str, str]], drives: List[PhysicalDrive],
-                 volumes: List[VirtualDisk], volume_block: Optional[Dict[str, str]]) -> None:
+                 volume_block: Optional[Dict[str, str]]) -> None:
     """A ``PD: N Information`` block of -LdPdInfo: a drive, and a member of the volume above."""
     if not fields:
-        return None
+        return
     drive = _drive(adapter, fields)
     if drive is not None:
         drives.append(drive)
         if volume_block is not None:
             volume_block["_members"] = volume_block.get("_members", "") + drive.slot + " "
-    return None
 
 
 # --------------------------------------------------------------------------- -PDList
