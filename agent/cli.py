@@ -133,6 +133,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.views import ViewState
 
     memory.limit_arenas()
+    config = _state_dir_chosen(config)
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
     poller = Poller(config)
@@ -167,6 +168,31 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if not server.started:
         return 1  # the bind failed; uvicorn logged why
     return 0
+
+
+# Where the agent kept its history as root before 0.1.0 chose the user's state directory.
+_OLD_ROOT_STATE_DIR = "/var/lib/ssdfleet"
+
+
+def _state_dir_chosen(config: Config) -> Config:
+    """Fill in the default state directory and say at start where history goes and why, so a
+    trial run never writes somewhere unannounced (docs/packaging.md, "State directory")."""
+    from agent.history import default_state_dir
+
+    if not config.history:
+        log.info("history kept in memory only (--no-history)")
+        return config
+    if config.state_dir:
+        log.info("state directory %s (from --state-dir or state_dir)", config.state_dir)
+        return config
+    state_dir = default_state_dir()
+    origin = "systemd's $STATE_DIRECTORY" if os.environ.get("STATE_DIRECTORY") else "the user's state directory"
+    log.info("state directory %s (%s; --state-dir to choose another)", state_dir, origin)
+    old = os.path.join(_OLD_ROOT_STATE_DIR, "history.sqlite")
+    if os.path.abspath(state_dir) != _OLD_ROOT_STATE_DIR and os.path.exists(old):
+        log.warning("%s exists but is not used: pass --state-dir %s to keep that history",
+                    old, _OLD_ROOT_STATE_DIR)
+    return config.model_copy(update={"state_dir": state_dir})
 
 
 def _stop_agent(poller: Any, config: Config, stop_signal: Optional[int], live: Any) -> None:
