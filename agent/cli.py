@@ -1,4 +1,5 @@
-"""The ``ssdfleet`` command: ``agent`` (serve), ``status`` (table), ``collect`` (one poll)."""
+"""The ``ssdfleet`` command: ``agent`` (serve), ``status`` (table), ``collect`` (one poll),
+``probe-helper``, ``syncwrite-dropin`` (the systemd drop-in for the sync-write probe)."""
 
 from __future__ import annotations
 
@@ -247,6 +248,29 @@ def cmd_probe_helper(args: argparse.Namespace) -> int:
     return privhelper.serve(config, args.socket, group=args.socket_group)
 
 
+def cmd_syncwrite_dropin(args: argparse.Namespace) -> int:
+    """Print (or write with --output) the systemd drop-in that opens the sync-write probe's
+    directories to the sandboxed agent; exit 1 with every problem when a directory is unfit."""
+    from agent import syncwrite_dropin as dropin
+
+    config = load_config(args.config, {})
+    uid, user = dropin.user_id(args.user)
+    paths, problems = dropin.checked_directories(config.syncwrite.directories, uid, user)
+    if problems:
+        for problem in problems:
+            sys.stderr.write(f"ssdfleet syncwrite-dropin: {problem}\n")
+        sys.stderr.write("ssdfleet syncwrite-dropin: nothing written (docs/runbooks.md, "
+                         "\"The sync-write probe under systemd\")\n")
+        return 1
+    text = dropin.dropin_text(paths, user, args.config or "the default configuration")
+    if args.output:
+        dropin.write_atomically(args.output, text)
+        sys.stderr.write(f"wrote {args.output}; now: systemctl daemon-reload && systemctl restart ssdfleet-agent\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from agent import status
 
@@ -283,6 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("syncwrite-dropin", help="the systemd drop-in that lets the agent's sandbox write the "
+                       "sync-write probe file in syncwrite.directories (checked first)")
+    p.add_argument("--config", help="YAML configuration file (the unit's: /etc/ssdfleet/config.yml)")
+    p.add_argument("--user", default="ssdfleet", help="the agent's user, who must own each directory (default ssdfleet)")
+    p.add_argument("--output", help="write the drop-in here instead of printing it "
+                   "(/etc/systemd/system/ssdfleet-agent.service.d/syncwrite.conf)")
+    p.set_defaults(func=cmd_syncwrite_dropin)
 
     p = sub.add_parser("status", help="this host's drives as a table (from the running agent, or one poll)")
     _add_common(p)
