@@ -177,7 +177,7 @@ _OLD_ROOT_STATE_DIR = "/var/lib/ssdfleet"
 
 def _state_dir_chosen(config: Config) -> Config:
     """Fill in the default state directory and say at start where history goes and why, so a
-    trial run never writes somewhere unannounced (docs/packaging.md, "State directory")."""
+    trial run never writes somewhere unannounced (README.md, the first command)."""
     from agent.history import default_state_dir
 
     if not config.history:
