@@ -134,9 +134,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.views import ViewState
 
     memory.limit_arenas()
-    config = _state_dir_chosen(config)
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
+    config = _state_dir_chosen(config)  # after the refusals above, which must stay one line each
     poller = Poller(config)
     state = ViewState(poller.history)
 
