@@ -464,7 +464,7 @@ def test_disk_full_does_not_raise_and_keeps_samples_in_memory(tmp_path):
         [sys.executable, "-c", _FULL_CHILD, path],
         capture_output=True,
         env=child_env(),
-        timeout=120,
+        timeout=600,  # 28 s at load average 11 on 2 cores, 47 s at 15: 120 s was too near
     )
     assert out.returncode == 0, out.stderr.decode()
     result = json.loads(out.stdout.decode().strip().splitlines()[-1])
