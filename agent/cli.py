@@ -1,4 +1,5 @@
-"""The ``ssdfleet`` command: ``agent`` (serve), ``status`` (table), ``collect`` (one poll)."""
+"""The ``ssdfleet`` command: ``agent`` (serve), ``status`` (table), ``collect`` (one poll),
+``probe-helper``, ``syncwrite-dropin`` (the systemd drop-in for the sync-write probe)."""
 
 from __future__ import annotations
 
@@ -135,6 +136,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     memory.limit_arenas()
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
+    config = _state_dir_chosen(config)  # after the refusals above, which must stay one line each
     poller = Poller(config)
     state = ViewState(poller.history)
 
@@ -167,6 +169,31 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if not server.started:
         return 1  # the bind failed; uvicorn logged why
     return 0
+
+
+# Where the agent kept its history as root before 0.1.0 chose the user's state directory.
+_OLD_ROOT_STATE_DIR = "/var/lib/ssdfleet"
+
+
+def _state_dir_chosen(config: Config) -> Config:
+    """Fill in the default state directory and say at start where history goes and why, so a
+    trial run never writes somewhere unannounced (README.md, the first command)."""
+    from agent.history import default_state_dir
+
+    if not config.history:
+        log.info("history kept in memory only (--no-history)")
+        return config
+    if config.state_dir:
+        log.info("state directory %s (from --state-dir or state_dir)", config.state_dir)
+        return config
+    state_dir = default_state_dir()
+    origin = "systemd's $STATE_DIRECTORY" if os.environ.get("STATE_DIRECTORY") else "the user's state directory"
+    log.info("state directory %s (%s; --state-dir to choose another)", state_dir, origin)
+    old = os.path.join(_OLD_ROOT_STATE_DIR, "history.sqlite")
+    if os.path.abspath(state_dir) != _OLD_ROOT_STATE_DIR and os.path.exists(old):
+        log.warning("%s exists but is not used: pass --state-dir %s to keep that history",
+                    old, _OLD_ROOT_STATE_DIR)
+    return config.model_copy(update={"state_dir": state_dir})
 
 
 def _stop_agent(poller: Any, config: Config, stop_signal: Optional[int], live: Any) -> None:
@@ -221,6 +248,29 @@ def cmd_probe_helper(args: argparse.Namespace) -> int:
     return privhelper.serve(config, args.socket, group=args.socket_group)
 
 
+def cmd_syncwrite_dropin(args: argparse.Namespace) -> int:
+    """Print (or write with --output) the systemd drop-in that opens the sync-write probe's
+    directories to the sandboxed agent; exit 1 with every problem when a directory is unfit."""
+    from agent import syncwrite_dropin as dropin
+
+    config = load_config(args.config, {})
+    uid, user = dropin.user_id(args.user)
+    paths, problems = dropin.checked_directories(config.syncwrite.directories, uid, user)
+    if problems:
+        for problem in problems:
+            sys.stderr.write(f"ssdfleet syncwrite-dropin: {problem}\n")
+        sys.stderr.write("ssdfleet syncwrite-dropin: nothing written (docs/runbooks.md, "
+                         "\"The sync-write probe under systemd\")\n")
+        return 1
+    text = dropin.dropin_text(paths, user, args.config or "the default configuration")
+    if args.output:
+        dropin.write_atomically(args.output, text)
+        sys.stderr.write(f"wrote {args.output}; now: systemctl daemon-reload && systemctl restart ssdfleet-agent\n")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from agent import status
 
@@ -257,6 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_collect)
+
+    p = sub.add_parser("syncwrite-dropin", help="the systemd drop-in that lets the agent's sandbox write the "
+                       "sync-write probe file in syncwrite.directories (checked first)")
+    p.add_argument("--config", help="YAML configuration file (the unit's: /etc/ssdfleet/config.yml)")
+    p.add_argument("--user", default="ssdfleet", help="the agent's user, who must own each directory (default ssdfleet)")
+    p.add_argument("--output", help="write the drop-in here instead of printing it "
+                   "(/etc/systemd/system/ssdfleet-agent.service.d/syncwrite.conf)")
+    p.set_defaults(func=cmd_syncwrite_dropin)
 
     p = sub.add_parser("status", help="this host's drives as a table (from the running agent, or one poll)")
     _add_common(p)

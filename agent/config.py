@@ -147,7 +147,7 @@ class PowerLossProtectionRule(_Strict):
 class _ConfigBase(_Strict):
     listen_address: str = f":{DEFAULT_PORT}"
     web_config_file: Optional[str] = None
-    state_dir: Optional[str] = None  # None: /var/lib/ssdfleet as root, else ~/.local/state
+    state_dir: Optional[str] = None  # None: $STATE_DIRECTORY, else $XDG_STATE_HOME or ~/.local/state
     history: bool = True
     history_retention_days: float = Field(400.0, gt=0)
     # At most one history sample per drive this often (the projection needs days, not seconds).

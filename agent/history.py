@@ -248,29 +248,33 @@ def bad_blocks_of(reading: DriveReading) -> Optional[int]:
 
 
 def default_state_dir(
-    euid: Optional[int] = None,
     environ: Optional[Dict[str, str]] = None,
     home: Optional[str] = None,
-    system_dir: str = "/var/lib/ssdfleet",
 ) -> str:
-    """Where the history file lives by default.
+    """Where the history file lives when neither ``--state-dir`` nor ``state_dir`` says.
 
-    ``/var/lib/ssdfleet`` when running as root and it (or ``/var/lib``) is writable, else the
-    XDG state directory: ``$XDG_STATE_HOME/ssdfleet`` or ``~/.local/state/ssdfleet``. The
-    arguments exist so tests can ask the question for another user without changing ours.
+    ``$STATE_DIRECTORY`` when systemd sets it (a unit with ``StateDirectory=``; the first of
+    its colon-separated paths), else the XDG state directory: ``$XDG_STATE_HOME/ssdfleet`` or
+    ``~/.local/state/ssdfleet``. Never ``/var/lib/ssdfleet`` because the process runs as root:
+    a trial run from a checkout (``sudo .venv/bin/ssdfleet agent``) must not write into the
+    directory the package owns. The shipped units pass ``--state-dir`` themselves. The
+    arguments exist so tests can ask the question for another environment without changing
+    ours. Raises ValueError when there is no absolute home directory to fall back on.
     """
-    if euid is None:
-        euid = os.geteuid()
     env = os.environ if environ is None else environ
-    if euid == 0:
-        existing = system_dir if os.path.isdir(system_dir) else os.path.dirname(system_dir)
-        if os.path.isdir(existing) and os.access(existing, os.W_OK | os.X_OK):
-            return system_dir
+    systemd = env.get("STATE_DIRECTORY", "").split(":")[0]
+    if systemd and os.path.isabs(systemd):
+        return systemd
     xdg = env.get("XDG_STATE_HOME", "")
     # the XDG spec says a relative value is invalid and must be ignored
     if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, "ssdfleet")
     base = home if home is not None else os.path.expanduser("~")
+    if not os.path.isabs(base):
+        # expanduser gives "~" back for a uid with no passwd entry and no $HOME: a relative
+        # path would put the history wherever the agent happened to be started.
+        raise ValueError("no home directory to keep history under (no $HOME, $XDG_STATE_HOME or "
+                         "$STATE_DIRECTORY): pass --state-dir DIR or --no-history")
     return os.path.join(base, ".local", "state", "ssdfleet")
 
 

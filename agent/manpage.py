@@ -16,6 +16,8 @@ FILES = [
     ("/etc/ssdfleet/config.yml", "the configuration both services read; every key is optional"),
     ("/var/lib/ssdfleet/history.sqlite", "the agent's history (life left, bad blocks, writes over time)"),
     ("/run/ssdfleet-probe-helper/probe.sock", "the probe helper's socket, open to the ssdfleet group"),
+    ("/etc/systemd/system/ssdfleet-agent.service.d/syncwrite.conf", "written by ssdfleet syncwrite-dropin: "
+     "the sync-write probe's directories, writable to the agent's sandbox"),
     ("/usr/share/ssdfleet/", "the example configuration, Prometheus rules, Alertmanager example and "
                              "Grafana dashboards"),
 ]

@@ -17,13 +17,18 @@ Safety on a database host, which is why every bound is explicit:
 * A burst stops at ``max_writes`` writes, at ``max_seconds`` (checked before every write) and is
   paced to at most ``max_ops_per_second``, so it cannot saturate the drive the database uses.
 * It does not write at all on a read-only filesystem or one with less than ``min_free_bytes``
-  and ``min_free_ratio`` free; the result says why it skipped.
+  and ``min_free_ratio`` free; the result says why it skipped. A directory that is read-only
+  only to this process (a read-only mount over a writable filesystem, which is what the
+  shipped unit's ``ProtectSystem=strict`` makes of every directory it does not list in
+  ``ReadWritePaths=``) is told apart, from ``/proc/self/mountinfo``, so the reason names the
+  fix (``ssdfleet syncwrite-dropin``, docs/runbooks.md).
 * A single fdatasync on a hung device can block in the kernel for ever and Python cannot
   interrupt it: :class:`SyncWriteProbe` runs each burst in a worker thread, waits at most
   ``max_seconds`` plus a grace, reports the directory as stuck and starts no new burst there
   until the old one has returned.
 
-:func:`run_burst` does the I/O; :func:`summarise` and :func:`quantile` are pure.
+:func:`run_burst` does the I/O; :func:`summarise`, :func:`quantile`, :func:`parse_mountinfo`
+and :func:`mount_of` are pure.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import errno
 import logging
 import math
 import os
+import re
 import stat
 import threading
 import time
@@ -40,6 +46,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from collectors.model import ParseError
 from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec
 
 PROBE_FILE_NAME = ".ssdfleet-syncwrite.probe"
@@ -48,11 +55,21 @@ METHOD_O_DSYNC = "o_dsync"
 
 # Why a run wrote nothing (the ``reason`` label of ssd_syncwrite_skipped).
 SKIP_READ_ONLY = "read_only"
+# Read-only to the agent alone: a read-only mount over a writable filesystem (the unit's sandbox).
+SKIP_SANDBOX = "read_only_sandbox"
+SKIP_NO_PERMISSION = "no_permission"
 SKIP_NEARLY_FULL = "nearly_full"
 SKIP_NOT_OURS = "not_our_file"
 SKIP_MISSING = "no_directory"
 SKIP_ERROR = "error"
 SKIP_STUCK = "stuck"
+# Reasons only the operator can clear: the collector fails (ssd_collector_success 0) with them.
+SKIP_FAILURES = (SKIP_ERROR, SKIP_STUCK, SKIP_SANDBOX, SKIP_NO_PERMISSION)
+
+# The mount table of this process's own mount namespace: the question is why *this* process
+# cannot write, so it is not taken from paths.procfs (which may point at another host's tree).
+MOUNTINFO = "/proc/self/mountinfo"
+FIX_DOC = "docs/runbooks.md, \"The sync-write probe under systemd\""
 
 
 @dataclass(frozen=True)
@@ -123,10 +140,79 @@ def summarise(result: SyncWriteResult, quantiles: Sequence[float] = (0.5, 0.9, 0
     return out
 
 
-def _space_problem(directory: str, settings: SyncWriteSettings) -> Optional[Tuple[str, str]]:
+@dataclass(frozen=True)
+class Mount:
+    """One line of /proc/PID/mountinfo (proc(5)), the fields the probe needs."""
+
+    mount_point: str
+    fstype: str
+    source: str
+    mount_read_only: bool  # this mount's own flag (a bind mount can be read-only on its own)
+    fs_read_only: bool  # the filesystem's (superblock's) flag
+
+
+def _unescape(field: str) -> str:
+    # The kernel writes space, tab, newline and backslash in paths as octal escapes (\040).
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> List[Mount]:
+    """The mounts in a /proc/PID/mountinfo text, in the kernel's order (later mounts on the
+    same point are on top). A line::
+
+        36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+
+    is mount ID, parent ID, major:minor, root, mount point, mount options, optional fields
+    ending at ``-``, then filesystem type, source and superblock options."""
+    mounts = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split(" ")
+        try:
+            sep = fields.index("-", 6)
+        except ValueError:
+            raise ParseError(f"mountinfo line {number}: no ' - ' after the optional fields: {line[:200]!r}") from None
+        if sep + 3 >= len(fields) or not fields[4].startswith("/"):
+            raise ParseError(f"mountinfo line {number}: too few fields or no mount point: {line[:200]!r}")
+        mounts.append(Mount(mount_point=_unescape(fields[4]), fstype=fields[sep + 1], source=_unescape(fields[sep + 2]),
+                            mount_read_only="ro" in fields[5].split(","),
+                            fs_read_only="ro" in fields[sep + 3].split(",")))
+    return mounts
+
+
+def mount_of(mounts: Sequence[Mount], path: str) -> Optional[Mount]:
+    """The mount ``path`` (absolute, symlinks resolved) lies on: the longest mount point that is
+    ``path`` or one of its parents; of several on one point, the last listed (it is on top)."""
+    best = None
+    for mount in mounts:
+        point = mount.mount_point
+        if path == point or path.startswith(point.rstrip("/") + "/"):
+            if best is None or len(point) >= len(best.mount_point):
+                best = mount
+    return best
+
+
+def read_only_reason(directory: str, mountinfo: str) -> Tuple[str, str]:
+    """Why ``directory`` is read-only: the filesystem itself, or a read-only mount over a
+    writable filesystem (a sandbox), from this process's mount table."""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as handle:
+            mount = mount_of(parse_mountinfo(handle.read()), os.path.realpath(directory))
+    except (OSError, ParseError) as exc:
+        return SKIP_READ_ONLY, f"{directory} is on a read-only mount ({mountinfo} unreadable: {exc})"
+    if mount is not None and mount.mount_read_only and not mount.fs_read_only:
+        return SKIP_SANDBOX, (
+            f"{directory} is read-only to the agent although its filesystem ({mount.fstype} on {mount.source}) "
+            f"is writable: a read-only mount over {mount.mount_point}, as the unit's ProtectSystem=strict makes; "
+            f"allow it with `ssdfleet syncwrite-dropin` ({FIX_DOC})")
+    return SKIP_READ_ONLY, f"{directory} is on a read-only filesystem"
+
+
+def _space_problem(directory: str, settings: SyncWriteSettings, mountinfo: str) -> Optional[Tuple[str, str]]:
     st = os.statvfs(directory)
     if st.f_flag & os.ST_RDONLY:
-        return SKIP_READ_ONLY, f"{directory} is on a read-only filesystem"
+        return read_only_reason(directory, mountinfo)
     free = st.f_bavail * st.f_frsize
     total = st.f_blocks * st.f_frsize
     need = settings.min_free_bytes + settings.file_bytes
@@ -149,6 +235,7 @@ def run_burst(
     clock: Callable[[], float] = time.monotonic,
     wall_clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    mountinfo: str = MOUNTINFO,
 ) -> SyncWriteResult:
     """One bounded burst of synchronous writes into ``directory``'s probe file."""
     started = wall_clock()
@@ -157,10 +244,17 @@ def run_burst(
     def skipped(reason: str, detail: str) -> SyncWriteResult:
         return SyncWriteResult(directory, method, started, skipped=reason, detail=detail)
 
-    if not os.path.isdir(directory):
-        return skipped(SKIP_MISSING, f"{directory} is not a directory")
     try:
-        problem = _space_problem(directory, settings)
+        if not stat.S_ISDIR(os.stat(directory).st_mode):
+            return skipped(SKIP_MISSING, f"{directory} is not a directory")
+    except PermissionError:
+        return skipped(SKIP_NO_PERMISSION, (
+            f"{directory}: a directory above it is not searchable by uid {os.geteuid()}; give the probe a "
+            f"directory of its own that the agent's user can reach ({FIX_DOC})"))
+    except OSError as exc:
+        return skipped(SKIP_MISSING, f"{directory}: {exc.strerror}")
+    try:
+        problem = _space_problem(directory, settings, mountinfo)
     except OSError as exc:
         return skipped(SKIP_ERROR, f"statvfs {directory}: {exc.strerror}")
     if problem is not None:
@@ -172,7 +266,11 @@ def run_burst(
         if exc.errno == errno.ELOOP:
             return skipped(SKIP_NOT_OURS, f"{path} is a symbolic link; not following it")
         if exc.errno == errno.EROFS:
-            return skipped(SKIP_READ_ONLY, f"{path}: read-only filesystem")
+            return skipped(*read_only_reason(directory, mountinfo))
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return skipped(SKIP_NO_PERMISSION, (
+                f"open {path}: {exc.strerror}: uid {os.geteuid()} may not create files there; give the probe a "
+                f"directory of its own owned by the agent's user ({FIX_DOC})"))
         return skipped(SKIP_ERROR, f"open {path}: {exc.strerror}")
     try:
         st = os.fstat(fd)
@@ -362,19 +460,36 @@ class SyncWriteSource(Source):
         super().__init__(ctx)
         self.probe = probe_from_config(ctx.config)
         self._results: tuple = ()
+        self._said: Dict[str, Optional[str]] = {}  # directory -> the outcome last logged
 
     def run(self, budget: Optional[float] = None) -> RunResult:
-        """A directory skipped for being read-only or nearly full is not a failure; an error
-        or a stuck sync is."""
+        """A directory skipped for being on a read-only or nearly full filesystem is not a
+        failure; an error, a stuck sync, or a directory the agent alone may not write (its
+        sandbox, its permissions: the operator's to fix) is."""
         if self.probe is None:
             return RunResult()
         results = self.probe.run()
         errors: List[str] = [f"{r.directory}: {r.skipped}: {r.detail}" for r in results
-                             if r.skipped in ("error", "stuck")]
-        for e in errors:
-            log.warning("syncwrite %s", e)
+                             if r.skipped in SKIP_FAILURES]
+        for r in results:
+            self._log_change(r)
         self._results = tuple(results)
         return RunResult(tuple(errors))
+
+    def _log_change(self, r: SyncWriteResult) -> None:
+        """One line when a directory's outcome changes (not one every interval)."""
+        outcome = r.skipped or "ok"
+        if self._said.get(r.directory) == outcome:
+            return
+        self._said[r.directory] = outcome
+        if r.skipped in SKIP_FAILURES:
+            log.warning("syncwrite %s: %s: %s", r.directory, r.skipped, r.detail)
+        elif r.skipped is not None:
+            log.info("syncwrite %s: skipped (%s: %s)", r.directory, r.skipped, r.detail)
+        else:
+            rate = r.ops_per_second
+            log.info("syncwrite %s: probing, %s", r.directory,
+                     f"{rate:,.0f} {r.method}/s" if rate is not None else f"{r.ops} {r.method} writes")
 
     def report(self) -> Report:
         return Report(host=self._results)

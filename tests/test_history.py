@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -19,7 +21,6 @@ from agent.history import (
     History,
     bad_blocks_of,
     counter_rate,
-    default_state_dir,
     least_squares_slope,
 )
 from collectors import shannon, smartctl
@@ -463,7 +464,7 @@ def test_disk_full_does_not_raise_and_keeps_samples_in_memory(tmp_path):
         [sys.executable, "-c", _FULL_CHILD, path],
         capture_output=True,
         env=child_env(),
-        timeout=120,
+        timeout=600,  # 28 s at load average 11 on 2 cores, 47 s at 15: 120 s was too near
     )
     assert out.returncode == 0, out.stderr.decode()
     result = json.loads(out.stdout.decode().strip().splitlines()[-1])
@@ -473,18 +474,49 @@ def test_disk_full_does_not_raise_and_keeps_samples_in_memory(tmp_path):
     assert result["rate"] == pytest.approx(1000.0)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
-def test_read_only_directory(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir()
-    state.chmod(0o555)
+_READ_ONLY_DIRECTORY_CHILD = r"""
+import errno, json, os, sys
+from agent.history import History  # imported before the switch: nobody may not read our Python
+from collectors.model import DriveReading
+if os.geteuid() == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+state = sys.argv[1]
+try:  # the directory is reachable but not writable, or this test proves nothing
+    os.close(os.open(os.path.join(state, "probe"), os.O_WRONLY | os.O_CREAT, 0o600))
+    denied = None
+except OSError as exc:
+    denied = errno.errorcode.get(exc.errno)
+h = History(os.path.join(state, "history.sqlite"), clock=lambda: 1_700_000_000.0)
+h.record("S1", 1_700_000_000.0, DriveReading(kind="ata", device="/dev/sda", serial="S1", host_written_bytes=1))
+print(json.dumps({"euid": os.geteuid(), "reachable": os.access(state, os.X_OK), "denied": denied,
+                  "healthy": h.healthy, "in_memory": h.in_memory, "samples": len(h.samples("S1"))}))
+"""
+
+
+def test_read_only_directory():
+    """A state directory the agent may not write: history is kept in memory and says so.
+
+    Root ignores directory permissions, so as root (CI) the code under test runs in a child
+    that drops to nobody (65534) after importing; the directory is made under a fresh 0711
+    temporary directory, because pytest's own base directory is 0700 and nobody could not
+    even reach it (which would fail for another reason than the one tested)."""
+    base = tempfile.mkdtemp(prefix="ssdfleet-ro-")
     try:
-        h = History(str(state / "history.sqlite"), clock=Clock(T0))
-        assert h.healthy is False and h.in_memory
-        h.record("S1", T0, drive(host=1))
-        assert len(h.samples("S1")) == 1
+        os.chmod(base, 0o711)
+        state = os.path.join(base, "state")
+        os.mkdir(state, 0o555)
+        os.chmod(state, 0o555)  # whatever the umask
+        out = subprocess.run([sys.executable, "-c", _READ_ONLY_DIRECTORY_CHILD, state], capture_output=True,
+                             env=child_env(), timeout=60, cwd="/")
+        assert out.returncode == 0, out.stderr.decode()
+        result = json.loads(out.stdout.decode().strip().splitlines()[-1])
+        print(result)
+        assert result["euid"] != 0 and result["reachable"], result
+        assert result["denied"] == "EACCES", result
+        assert result == dict(result, healthy=False, in_memory=True, samples=1), result
+        assert sorted(os.listdir(state)) == []
     finally:
-        state.chmod(0o755)
+        shutil.rmtree(base)  # an empty 0555 directory goes with its parent
 
 
 def _mount_tmpfs(target, size: str) -> bool:
@@ -717,30 +749,6 @@ def test_counter_rate_pure():
 
 
 # ---------------------------------------------------------------------------- misc
-
-
-def test_default_state_dir(tmp_path):
-    system = tmp_path / "var-lib" / "ssdfleet"
-    (tmp_path / "var-lib").mkdir()
-    assert default_state_dir(euid=0, environ={}, system_dir=str(system)) == str(system)
-    missing = tmp_path / "nowhere" / "deeper" / "ssdfleet"
-    assert (
-        default_state_dir(euid=0, environ={}, home="/home/x", system_dir=str(missing))
-        == "/home/x/.local/state/ssdfleet"
-    )
-    assert (
-        default_state_dir(euid=1000, environ={"XDG_STATE_HOME": "/xdg"}, system_dir=str(system))
-        == "/xdg/ssdfleet"
-    )
-    assert (
-        default_state_dir(
-            euid=1000,
-            environ={"XDG_STATE_HOME": "relative"},
-            home="/home/x",
-            system_dir=str(system),
-        )
-        == "/home/x/.local/state/ssdfleet"
-    )
 
 
 def test_poller_writes_while_http_reads(tmp_path):

@@ -269,14 +269,17 @@ def _child(directory: Path, lib=None, delay_us: int = 0, writes: int = 50, max_s
 
 
 def test_a_slow_fdatasync_raises_the_measured_latency(tmp_path, slow_fdatasync_lib, capsys):
-    (fast,) = _child(tmp_path)
+    # The plain figure is the best of three bursts: on a loaded 2-core machine one burst's disk
+    # can be slower than the shim's 5 ms by itself (seen at load average 12).
+    runs = _child(tmp_path, runs=3)
+    fast = min(runs, key=lambda r: r["p50"])
     (slow,) = _child(tmp_path, slow_fdatasync_lib, delay_us=5000)
-    assert fast["ops"] == slow["ops"] == 50
+    assert all(r["ops"] == 50 for r in runs) and slow["ops"] == 50
     assert slow["p50"] >= 0.005, slow  # every sync waited 5 ms
     assert slow["ops_per_second"] < 200, slow
     # the shim's 5 ms show up on top of what the disk costs (a difference, not a ratio: a busy
     # test machine's disk can make the plain fdatasync slow too)
-    assert slow["p50"] - fast["p50"] > 0.004, (fast, slow)
+    assert slow["p50"] - fast["p50"] > 0.004, (runs, slow)
     with capsys.disabled():
         print(f"\n[syncwrite] fdatasync as is: p50 {fast['p50'] * 1e3:.3f} ms, {fast['ops_per_second']:.0f}/s; "
               f"delayed 5 ms by the LD_PRELOAD shim: p50 {slow['p50'] * 1e3:.3f} ms, {slow['ops_per_second']:.0f}/s")

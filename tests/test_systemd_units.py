@@ -98,6 +98,36 @@ def test_exposure_score(staged_units: Path, unit: str):
     assert score < MAX_EXPOSURE[unit], r.stdout
 
 
+def _exposure(tool: str, unit: Path) -> float:
+    r = subprocess.run([tool, "security", "--offline=yes", "--no-pager", str(unit)],
+                       capture_output=True, text=True, timeout=60)
+    match = re.search(r"Overall exposure level for \S+: (\d+(?:\.\d+)?)", r.stdout)
+    assert match, r.stdout + r.stderr
+    return float(match.group(1))
+
+
+def test_syncwrite_dropin_keeps_the_exposure(staged_units: Path):
+    """The drop-in `ssdfleet syncwrite-dropin` writes passes `verify` and leaves the agent's
+    exposure where it was; a control drop-in that weakens the unit shows the tool reads
+    drop-ins beside the unit file, so the comparison is not vacuous."""
+    from agent.syncwrite_dropin import dropin_text
+
+    tool = systemd_analyze()
+    unit = staged_units / AGENT
+    before = _exposure(tool, unit)
+    dropins = staged_units / (AGENT + ".d")
+    dropins.mkdir()
+    (dropins / "syncwrite.conf").write_text(dropin_text(
+        ["/srv/postgresql/ssdfleet-probe", "/var/lib/mysql-probe"], "ssdfleet", "/etc/ssdfleet/config.yml"))
+    r = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), r.stdout + r.stderr
+    after = _exposure(tool, unit)
+    print(f"{AGENT}: exposure {before} without the sync-write drop-in, {after} with it")
+    assert after <= before
+    (dropins / "zz-control.conf").write_text("[Service]\nProtectSystem=no\n")
+    assert _exposure(tool, unit) > before
+
+
 def test_agent_has_no_privileges():
     s = unit_settings(UNIT_DIR / AGENT)
     assert s["User"] == ["ssdfleet"] and s["Group"] == ["ssdfleet"]
