@@ -8,6 +8,7 @@ import dataclasses
 import json
 import logging
 import os
+import signal as signal_mod
 import sys
 import time
 from typing import Any, Dict, Optional, Sequence
@@ -144,7 +145,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return render_page(snap, now, state=state)
 
     from agent import server as http_server
-    from collectors.runner import LIVE
+    from agent.reload import Reloader
+    from agent.signals import QUIT_EXIT_STATUS, SignalHandling
+    from collectors.runner import LIVE, ORPHANS, enable_subreaper
 
     app = create_app(poller.snapshot, page=page, state=state)
     poller.add_listener(app.state.exposition.prepare)
@@ -161,32 +164,46 @@ def cmd_agent(args: argparse.Namespace) -> int:
     server = http_server.AgentServer(uconfig)
     log.info("ssdfleet %s starting: collectors %s; open files limit %s",
              __version__, ",".join(config.collectors), nofile)
+    # Daemons that tools start outside their process group are reparented to the agent and
+    # killed (collectors/runner.py); SIGHUP reloads, the other signals are decided (agent/signals.py).
+    if enable_subreaper():
+        ORPHANS.start()
+    SignalHandling(reload=Reloader(lambda: _fill_state_dir(_config(args)), poller, web),
+                   stop=lambda signum: server._on_signal(signum, None), note=poller.note_signal).install()
     poller.start()
     try:
         server.run()
     finally:
-        _stop_agent(poller, config, server.stop_signal, LIVE)
+        _stop_agent(poller, server.stop_signal, LIVE, ORPHANS)
     if not server.started:
         return 1  # the bind failed; uvicorn logged why
-    return 0
+    return QUIT_EXIT_STATUS if server.stop_signal == signal_mod.SIGQUIT else 0
 
 
 # Where the agent kept its history as root before 0.1.0 chose the user's state directory.
 _OLD_ROOT_STATE_DIR = "/var/lib/ssdfleet"
 
 
+def _fill_state_dir(config: Config) -> Config:
+    """The configuration with the default state directory filled in where none is set (a
+    reload compares against the running configuration, which has it filled in)."""
+    from agent.history import default_state_dir
+
+    if not config.history or config.state_dir:
+        return config
+    return config.model_copy(update={"state_dir": default_state_dir()})
+
+
 def _state_dir_chosen(config: Config) -> Config:
     """Fill in the default state directory and say at start where history goes and why, so a
     trial run never writes somewhere unannounced (README.md, the first command)."""
-    from agent.history import default_state_dir
-
     if not config.history:
         log.info("history kept in memory only (--no-history)")
         return config
     if config.state_dir:
         log.info("state directory %s (from --state-dir or state_dir)", config.state_dir)
         return config
-    state_dir = default_state_dir()
+    state_dir = _fill_state_dir(config).state_dir
     origin = "systemd's $STATE_DIRECTORY" if os.environ.get("STATE_DIRECTORY") else "the user's state directory"
     log.info("state directory %s (%s; --state-dir to choose another)", state_dir, origin)
     old = os.path.join(_OLD_ROOT_STATE_DIR, "history.sqlite")
@@ -196,12 +213,12 @@ def _state_dir_chosen(config: Config) -> Config:
     return config.model_copy(update={"state_dir": state_dir})
 
 
-def _stop_agent(poller: Any, config: Config, stop_signal: Optional[int], live: Any) -> None:
+def _stop_agent(poller: Any, stop_signal: Optional[int], live: Any, orphans: Any) -> None:
     """The agent's clean stop, within ``shutdown_timeout_seconds``: refuse new tool runs, end
     the tool process groups in flight (SIGTERM, the kill grace, SIGKILL), stop the poller's
-    threads, flush and close history."""
-    import signal as signal_mod
-
+    threads, flush and close history, and kill whatever tools left behind (no process the
+    agent started outlives it). The configuration is the poller's, as last reloaded."""
+    config = poller.config
     started = time.monotonic()
     why = signal_mod.Signals(stop_signal).name if stop_signal else "server stopped"
     live.stopping.set()
@@ -209,9 +226,12 @@ def _stop_agent(poller: Any, config: Config, stop_signal: Optional[int], live: A
     ended = live.terminate_all(grace)
     poller.stop(timeout=max(0.5, config.shutdown_timeout_seconds - (time.monotonic() - started) - 1.0))
     ended += live.terminate_all(0.2)  # any tool started while the first pass ran
+    orphans.stop()
+    adopted = orphans.sweep_all() if orphans.enabled else 0
     history = poller.history
-    log.info("stopped (%s) in %.1fs: %d tool process group(s) ended, history %s",
+    log.info("stopped (%s) in %.1fs: %d tool process group(s) ended%s, history %s",
              why, time.monotonic() - started, ended,
+             f", {adopted} leftover process(es) killed" if adopted else "",
              "flushed" if not history.pending_count else f"{history.pending_count} sample(s) not written")
 
 
@@ -220,11 +240,15 @@ def cmd_collect(args: argparse.Namespace) -> int:
     _setup_logging(config.log_level if args.log_level else "WARNING")
     from agent.poller import Poller
     from agent.views import snapshot_views
+    from collectors.runner import ORPHANS, enable_subreaper
 
     config = config.model_copy(update={"history": False})
+    subreaper = enable_subreaper()
     poller = Poller(config)
     snap = poller.poll_once()
     poller.stop()
+    if subreaper:
+        ORPHANS.sweep_all()  # what the tools left outside their process groups
     if args.json:
         out = {
             "drives": [dataclasses.asdict(v) for v in snapshot_views(snap, time.time())],
@@ -235,8 +259,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         from agent.status import format_table
+        from agent.text import defang
 
-        sys.stdout.write(format_table(snapshot_views(snap, time.time()), color=False))
+        views = [defang(dataclasses.asdict(v)) for v in snapshot_views(snap, time.time())]
+        sys.stdout.write(format_table(views, color=False))
     return 0
 
 
@@ -244,7 +270,10 @@ def cmd_probe_helper(args: argparse.Namespace) -> int:
     config = _config(args)
     _setup_logging(config.log_level)
     from agent import privhelper
+    from collectors.runner import ORPHANS, enable_subreaper
 
+    if enable_subreaper():  # the helper runs the tools: what they leave behind is its to end
+        ORPHANS.start()
     return privhelper.serve(config, args.socket, group=args.socket_group)
 
 

@@ -305,3 +305,42 @@ def _merge(base: Dict, extra: Dict) -> Dict:
         else:
             out[key] = value
     return out
+
+
+# -- reloading (SIGHUP) ----------------------------------------------------------------------
+#
+# A reload reads the file again and applies the same flags on top, validated by the models
+# above; a file that does not validate changes nothing. What a running agent can take at once
+# and what waits for a restart (docs/configuration.md, "Reloading the configuration"):
+
+# Read once at start; a reload that changes one keeps the running value and says so.
+RESTART_KEYS: Dict[str, str] = {
+    "listen_address": "the listening socket is bound at start",
+    "web_config_file": "TLS and basic auth are set up at start",
+    "http_request_timeout_seconds": "the HTTP server's limits are set at start",
+    "http_max_connections": "the HTTP server's limits are set at start",
+    "state_dir": "the history database is opened at start",
+    "history": "the history database is opened at start",
+    "history_retention_days": "the history database is opened at start",
+    "history_min_interval_seconds": "the history database is opened at start",
+    "max_concurrent_probes": "the probe pool is sized at start",
+    "probe_helper_socket": "the probe helper connection is set up at start",
+}
+
+# Settings the sources read when they are built: changing one builds every running source
+# again (agent/poller.py, Poller.reload). A source is also built again when its own settings
+# section or one of its tool paths changes. Every other key applies at the next cycle.
+SOURCE_KEYS = ("paths", "tool_timeout_seconds", "tool_kill_grace_seconds", "tool_max_output_bytes",
+               "smartctl_devices", "smartctl_drivedb", "smartctl_standby_max_skips",
+               "include_device_mapper", "include_loop")
+
+
+def reload_plan(running: Config, loaded: Config):
+    """What a reload does: (the configuration to apply, the keys it changes, the keys that
+    changed but need a restart). The configuration to apply is ``loaded`` with every
+    :data:`RESTART_KEYS` value put back to the running one."""
+    before, after = running.model_dump(), loaded.model_dump()
+    changed = [key for key in after if before.get(key) != after[key]]
+    restart = [key for key in changed if key in RESTART_KEYS]
+    applied = loaded.model_copy(update={key: getattr(running, key) for key in restart})
+    return applied, [key for key in changed if key not in RESTART_KEYS], restart

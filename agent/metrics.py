@@ -19,7 +19,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from agent import __version__, durability, health, syncwrite
-from collectors.model import CACHE_DISABLED, CACHE_ENABLED, EVIDENCE_FIELDS, Drive, Snapshot
+from agent.text import printable
+from collectors.model import CACHE_DISABLED, CACHE_ENABLED, EVIDENCE_FIELDS, AgentStatus, Drive, Snapshot
 
 DRIVE_LABELS = ["device", "serial"]
 
@@ -107,8 +108,9 @@ _AGE_HEADER = f"# HELP ssd_data_age_seconds {_AGE_HELP}\n# TYPE ssd_data_age_sec
 
 
 def _escape(value: str) -> str:
-    # Label values in the text format: backslash, double quote and newline are escaped.
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    # Label values in the text format: backslash, double quote and newline are escaped, after
+    # control characters from the device are made visible (the same as drive_families does).
+    return printable(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _health_times(drives: Iterable[Drive]) -> List[Tuple[Drive, float]]:
@@ -124,7 +126,7 @@ def _health_times(drives: Iterable[Drive]) -> List[Tuple[Drive, float]]:
 def data_age_family(drives: Iterable[Drive], now: float) -> GaugeMetricFamily:
     age = _g("ssd_data_age_seconds", _AGE_HELP)
     for d, t in _health_times(drives):
-        age.add_metric([d.device, d.serial], max(0.0, now - t))
+        age.add_metric([printable(d.device), printable(d.serial)], max(0.0, now - t))
     return age
 
 
@@ -144,7 +146,7 @@ def drive_families(drives: Iterable[Drive]) -> List:
         fam = gauges.get(name)
         if fam is None:
             fam = gauges[name] = _g(name, doc, extra)
-        fam.add_metric(list(labels), float(value))
+        fam.add_metric(list(labels[:2]) + [printable(v) for v in labels[2:]], float(value))  # ids: printable already
 
     def counter(name: str, doc: str, labels, value, extra=()):
         if value is None:
@@ -152,20 +154,20 @@ def drive_families(drives: Iterable[Drive]) -> List:
         fam = counters.get(name)
         if fam is None:
             fam = counters[name] = _c(name, doc, extra)
-        fam.add_metric(list(labels), float(value))
+        fam.add_metric(list(labels[:2]) + [printable(v) for v in labels[2:]], float(value))  # ids: printable already
 
     for d in drives:
         r = d.reading
-        ids = [d.device, d.serial]
+        ids = [printable(d.device), printable(d.serial)]
         src = r.sources
         info.add_metric(
-            ids + [
+            ids + [printable(v) for v in [
                 r.kind, r.model or "", r.model_family or "", r.firmware or "", r.vendor or "",
                 r.driver_version or "", r.device_type or "",
                 "" if r.is_ssd is None else str(r.is_ssd).lower(),
                 src.get("life_left_ratio", ""), src.get("host_written_bytes", ""),
                 src.get("nand_written_bytes", ""),
-            ],
+            ]],
             1.0,
         )
         # 1: no health tool (smartctl, shannon-status) has answered for this drive: its health
@@ -173,6 +175,10 @@ def drive_families(drives: Iterable[Drive]) -> List:
         gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
               0.0 if health.health_data_time(d.last_poll) is not None else 1.0)
         gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
+        # Issue 26: absent unless another drive reports the same serial (then the serial label
+        # is SERIAL@WWN or SERIAL@DEVICE for both, and the problems list says which drives).
+        gauge("ssd_drive_serial_shared", "1: another drive on this host reports the same serial; the agent keeps "
+              "them apart by WWN or device (serial label SERIAL@WHERE).", ids, 1 if "serial_shared" in r.extra else None)
         for name, _label in EVIDENCE_FIELDS:
             if f"{name}_withheld" in r.extra:
                 gauge("ssd_value_withheld",
@@ -315,6 +321,8 @@ def agent_families(snap: Snapshot) -> List:
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
     out.extend(syncwrite.families(snap.syncwrite, snap.drives))  # the opt-in sync-write probe (issue 15)
+    if snap.agent is not None:
+        out.extend(process_families(snap.agent))
     if history is not None:
         out.append(history)
         dropped = CounterMetricFamily(
@@ -334,6 +342,33 @@ def agent_families(snap: Snapshot) -> List:
             "ssd_history_samples_pending", "History samples kept in memory because the last write failed.",
             value=float(snap.history_pending)))
     return out
+
+
+# Signals the agent handles without stopping (agent/signals.py), exported at 0 from the start.
+HANDLED_SIGNALS = ("SIGALRM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+
+
+def process_families(agent: AgentStatus) -> List:
+    """The agent process's own state: configuration reloads (as Prometheus and Alertmanager
+    name theirs), signals, and processes device tools left behind."""
+    reload_ok = GaugeMetricFamily("ssd_config_last_reload_successful",
+                                  "Whether the last configuration reload (SIGHUP) succeeded; 1 at start.",
+                                  value=1.0 if agent.config_reload_successful else 0.0)
+    reload_at = GaugeMetricFamily("ssd_config_last_reload_success_timestamp_seconds",
+                                  "When the configuration was last loaded successfully (start or SIGHUP).",
+                                  value=agent.config_reload_success_timestamp)
+    signals = CounterMetricFamily("ssd_signals_received", "Signals the agent handled without stopping: SIGHUP "
+                                  "reloads the configuration, the others are ignored.", labels=["signal"])
+    counts = dict(agent.signals)
+    for name in sorted(set(HANDLED_SIGNALS) | set(counts)):
+        signals.add_metric([name], float(counts.get(name, 0)))
+    leftovers = CounterMetricFamily(
+        "ssd_tool_leftover_processes_killed",
+        "Processes a device tool left running after it exited, killed by the agent: with the tool's process group "
+        "(group, at least this many) or adopted as subreaper after leaving the group (adopted).", labels=["how"])
+    for how, count in agent.leftover_processes_killed or (("adopted", 0), ("group", 0)):
+        leftovers.add_metric([how], float(count))
+    return [reload_ok, reload_at, signals, leftovers]
 
 
 def make_registry(get_snapshot: Callable[[], Snapshot]) -> CollectorRegistry:

@@ -4,7 +4,9 @@ Server-rendered HTML from the same :class:`agent.views.DriveView` as ``/api/v1/d
 ``ssdfleet status``, so the three never disagree. Everything is inline (CSS, SVG sparklines,
 a short refresh script): the page must work on a host with no route to any CDN, and the
 table must read without JavaScript. Every value that came from a device or a file goes
-through :func:`html.escape`: model strings and serials are whatever the firmware says.
+through :func:`esc`: :func:`agent.text.printable` (control characters such as the ESC of a
+terminal escape sequence written as ``\x1b``, issue 26) and then :func:`html.escape`; model
+strings and serials are whatever the firmware says.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from agent import __version__, health
 from agent.health import CRITICAL, OK, WARNING
 from agent.syncwrite import page_section as syncwrite_page_section  # issue 15: the sync-write probe
+from agent.text import printable
 from agent.views import (
     DriveView,
     ViewState,
@@ -44,7 +47,7 @@ BAR_HEIGHT = 10
 
 
 def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(printable(value), quote=True)
 
 
 # -- sparklines ----------------------------------------------------------------------

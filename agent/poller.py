@@ -36,20 +36,22 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from agent import durability
 from agent import projection as projection_mod
-from agent.config import Config
+from agent.config import SOURCE_KEYS, Config
 from agent.endurance import rated_endurance
 from agent.history import History, default_state_dir
+from agent.text import printable
 from collectors import blockdev, registry
 from collectors.model import (
     KIND_ATA,
     KIND_NVME,
     KIND_SCSI,
     KIND_SHANNON,
+    AgentStatus,
     CollectorStatus,
     Drive,
     DriveReading,
@@ -57,7 +59,7 @@ from collectors.model import (
     Snapshot,
     supplement,
 )
-from collectors.runner import REAPER, ToolResult, run_tool
+from collectors.runner import LEFTOVERS, REAPER, ToolResult, run_tool
 from collectors.source import Report, Source, SourceContext, SourceSpec
 
 log = logging.getLogger("ssdfleet.poller")
@@ -89,6 +91,24 @@ class _SourceState:
             error=self.error,
             errors_total=self.errors_total,
         )
+
+
+@dataclass(frozen=True)
+class ReloadStatus:
+    """The last configuration reload: whether it succeeded, and when the configuration was
+    last loaded successfully (the start counts), as ``ssd_config_last_reload_*``."""
+
+    successful: bool
+    last_success: float
+
+
+class _LoopControl:
+    """A source loop's events: ``stop`` ends it (a reload replaced or removed its source),
+    ``wake`` ends its current wait (a reload changed intervals)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.wake = threading.Event()
 
 
 class Poller:
@@ -145,29 +165,50 @@ class Poller:
         # 15 s), and never under _lock.
         self._projections: Dict[str, Tuple[Tuple[Tuple[str, float], ...], Tuple[Projection, ...], Optional[float]]] = {}
         self._rated_rules = [r.model_dump() for r in config.endurance]
+        # Samples the sources asked to record, written at the next merge under the identity
+        # the merge gives their drive (two drives that share a serial are kept apart).
+        self._to_record: List[Tuple[DriveReading, float]] = []
+        self._identities: Dict[Tuple[str, str], str] = {}  # (identity, place) -> merged identity
+        self.reload_status = ReloadStatus(successful=True, last_success=clock())
+        self._signals: Dict[str, int] = {}  # signals the agent handled without stopping
+        self._reload_lock = threading.Lock()
+        self._loops: Dict[str, _LoopControl] = {}  # source or discovery -> its thread's events
+        self._carried: Dict[str, Report] = {}  # a rebuilt source's predecessor's last report
+        self._shared_logged: Set[str] = set()  # identities whose shared serial was logged
+        self._started = False  # start() ran: sources in threads, a running agent's snapshot
 
         # The sources: every enabled one in the registry whose settings make it active.
         self.specs: Dict[str, SourceSpec] = {}
         self.sources: Dict[str, Source] = {}
         self._first_pass: Dict[str, threading.Event] = {}
+        for name, (spec, source) in self._build_sources(config, self._wanted(config)).items():
+            self.specs[name] = spec
+            self.sources[name] = source
+            self._first_pass[name] = threading.Event()
+        self._sources = {name: _SourceState(name) for name in (DISCOVERY, HISTORY) + tuple(self.sources)}
+
+    @staticmethod
+    def _wanted(config: Config) -> List[str]:
+        """The sources ``config`` runs: enabled, and active with their settings."""
+        return [spec.name for spec in registry.SOURCES if spec.name in config.collectors
+                and spec.active(getattr(config, spec.name, None) if spec.settings else None)]
+
+    def _build_sources(self, config: Config, names: Sequence[str]) -> Dict[str, Tuple[SourceSpec, Source]]:
+        """Build the sources ``names`` for ``config`` (nothing runs yet)."""
         tool_paths = config.tools.model_dump()
-        for spec in registry.SOURCES:
-            if spec.name not in config.collectors:
-                continue
+        built: Dict[str, Tuple[SourceSpec, Source]] = {}
+        for name in names:
+            spec = registry.BY_NAME[name]
             settings = getattr(config, spec.name, None) if spec.settings else None
-            if not spec.active(settings):
-                continue
             ctx = SourceContext(
                 config=config, settings=settings, tool_paths=tool_paths, run=self._run_watched,
-                probe=self._probe, submit=self._executor.submit, stopping=self._stop, clock=clock,
+                probe=self._probe, submit=self._executor.submit, stopping=self._stop, clock=self.clock,
                 record=self._record, changed=self._rebuild, gone=self._discover_soon.set,
                 snapshot=self.snapshot, block_devices=lambda: self._block,
                 quarantined=lambda device: device in self._stuck,
             )
-            self.specs[spec.name] = spec
-            self.sources[spec.name] = spec.build(ctx)
-            self._first_pass[spec.name] = threading.Event()
-        self._sources = {name: _SourceState(name) for name in (DISCOVERY, HISTORY) + tuple(self.sources)}
+            built[name] = (spec, spec.build(ctx))
+        return built
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -213,13 +254,12 @@ class Poller:
 
     def start(self) -> None:
         """Start one thread per source. Discovery runs first so the others have targets."""
+        self._started = True
+        self._started_at = time.monotonic()
+        self._hold_limit = 2 * (self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds) + 5.0
         self._guarded(DISCOVERY, self.run_discovery)
-        plan = [(DISCOVERY, self.config.intervals.discovery)]
-        plan += [(name, self.interval(name)) for name in self.sources]
-        for name, interval in plan:
-            t = threading.Thread(target=self._loop, args=(name, interval), name=f"poll-{name}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        for name in (DISCOVERY,) + tuple(self.sources):
+            self._start_loop(name, self.sources.get(name))
         if self._listeners:
             t = threading.Thread(target=self._publish_loop, name="poll-publish", daemon=True)
             t.start()
@@ -240,6 +280,14 @@ class Poller:
                 except Exception as exc:  # a listener's bug must not stop the others or the poller
                     self._log_crash("listener", f"snapshot listener {fn!r}", exc)
 
+    def _start_loop(self, name: str, source: Optional[Source]) -> None:
+        control = _LoopControl()
+        self._loops[name] = control
+        self._threads = [t for t in self._threads if t.is_alive()]  # a reload's ended loops
+        t = threading.Thread(target=self._loop, args=(name, source, control), name=f"poll-{name}", daemon=True)
+        t.start()
+        self._threads.append(t)
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the sources, wait up to ``timeout`` in all for their threads, then flush and
         close the history. A thread still busy then (a hung sysfs read) is left behind: it is
@@ -248,6 +296,8 @@ class Poller:
         self._stop.set()
         self._discover_soon.set()
         self._published.set()
+        for control in list(self._loops.values()):
+            control.wake.set()
         for event in self._first_pass.values():
             event.set()
         with self._lock:
@@ -260,12 +310,16 @@ class Poller:
             log.warning("stopping: %s still busy after %.1fs; not waiting for them", ", ".join(left), timeout)
         for source in self.sources.values():
             source.close()
+        self._write_records(hold=False)  # samples asked for since the last merge
         self.history.close()
 
-    def _loop(self, name: str, interval: float) -> None:
+    def _loop(self, name: str, source: Optional[Source], control: _LoopControl) -> None:
+        """Run one source (``source``; None for discovery) every interval until the poller
+        stops or a reload replaces or removes the source (``control.stop``). The interval is
+        read again every cycle, and a reload wakes the wait, so a new interval applies at
+        once."""
         # Discovery also wakes early when a probe found its drive gone (stop() sets it too).
         discovery = name == DISCOVERY
-        wake = self._discover_soon if discovery else self._stop
         if not discovery:
             for other in self.specs[name].waits_for:
                 # e.g. the write cache needs the drive kinds SMART tells; wait for its first
@@ -273,22 +327,45 @@ class Poller:
                 if other in self._first_pass:
                     self._first_pass[other].wait(
                         self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds + 5)
+            fn = functools.partial(self.run, name, source=source)
         else:
-            wake.wait(interval)
-            wake.clear()
-            if self._stop.is_set():
-                return
-        fn = self.run_discovery if discovery else functools.partial(self.run, name, interval)
-        while not self._stop.is_set():
-            started = time.monotonic()
-            self._guarded(name, fn, interval)
-            # A little jitter keeps a fleet of agents from probing in lockstep.
-            delay = max(0.0, interval - (time.monotonic() - started)) * random.uniform(0.95, 1.05)
-            wake.wait(delay)
-            if discovery:
-                wake.clear()
-            if self._stop.is_set():
-                return
+            fn = self.run_discovery
+        started = time.monotonic() if discovery else None  # discovery ran once in start()
+        try:
+            while not (self._stop.is_set() or control.stop.is_set()):
+                if started is None:
+                    started = time.monotonic()
+                    self._guarded(name, lambda: fn(self._interval_of(name)), self._interval_of(name))
+                # A little jitter keeps a fleet of agents from probing in lockstep.
+                jitter = random.uniform(0.95, 1.05)
+                while not (self._stop.is_set() or control.stop.is_set()):
+                    delay = (self._interval_of(name) - (time.monotonic() - started)) * jitter
+                    if delay <= 0:
+                        break
+                    if self._wait(discovery, control, delay):
+                        if discovery and self._discover_soon.is_set():
+                            self._discover_soon.clear()
+                            break  # a drive vanished: rediscover now
+                started = None
+        finally:
+            if source is not None and self.sources.get(name) is not source:
+                source.close()  # replaced or removed by a reload: this thread was its last user
+
+    def _interval_of(self, name: str) -> float:
+        return float(self.config.intervals.discovery) if name == DISCOVERY else self.interval(name)
+
+    def _wait(self, discovery: bool, control: _LoopControl, delay: float) -> bool:
+        """Sleep up to ``delay``; True when woken early (a reload, a vanished drive, stop)."""
+        if discovery:
+            woke = self._discover_soon.wait(delay)
+            if control.wake.is_set():
+                control.wake.clear()
+                return True
+            return woke
+        if control.wake.wait(delay):
+            control.wake.clear()
+            return True
+        return False
 
     def _log_crash(self, name: str, what: str, exc: BaseException, again: str = "") -> str:
         """Log a crash with its traceback once per distinct error, one line after that, so a
@@ -321,14 +398,115 @@ class Poller:
             if name in self._first_pass:
                 self._first_pass[name].set()
 
-    def run(self, name: str, budget: Optional[float] = None) -> None:
+    def run(self, name: str, budget: Optional[float] = None, source: Optional[Source] = None) -> None:
         """Run source ``name`` once and merge. ``budget``: how long the source may wait for its
-        probes (the background loop passes the interval; None waits for all)."""
+        probes (the background loop passes the interval; None waits for all). ``source``: the
+        loop's own source object (a reload may have replaced the one under ``name``)."""
         started = time.monotonic()
-        outcome = self.sources[name].run(budget)
-        if self.sources[name].report().readings:
+        source = source or self.sources[name]
+        outcome = source.run(budget)
+        if source is not self.sources.get(name):
+            return  # replaced by a reload while it ran: its successor reports now
+        self._carried.pop(name, None)  # its own first pass is done
+        if source.report().readings:
             self._note_history()
         self._finish(name, started, outcome.errors, outcome.unread)
+
+    # ------------------------------------------------------------------ reload
+
+    def reload(self, config: Config) -> List[str]:
+        """Apply ``config``, validated, with the keys that need a restart already put back by
+        the caller (:func:`agent.config.reload_plan`). Intervals, thresholds, rules and the
+        tools' bounds apply at the next cycle (a waiting loop is woken to see its new
+        interval). A source whose settings, tool paths or host paths changed is built again
+        and discovers its drives; it takes over from the old one, whose last report stands in
+        until the new one's first pass, so no drive drops out of /metrics meanwhile. Sources
+        enabled or disabled start or stop. Raises, with nothing changed, when a source cannot
+        be built. Returns what happened to the sources (``rebuilt smartctl``...)."""
+        if self._stop.is_set():
+            raise RuntimeError("the agent is stopping")
+        with self._reload_lock:
+            old = self.config
+            wanted = self._wanted(config)
+            rebuilt = [n for n in wanted if n in self.sources and _source_changed(old, config, n)]
+            added = [n for n in wanted if n not in self.sources]
+            removed = [n for n in self.sources if n not in wanted]
+            built = self._build_sources(config, rebuilt + added)  # may raise: nothing changed yet
+            self._apply_config(config)
+            for name, (_spec, source) in built.items():
+                for error in source.discover():
+                    log.warning("discovery (%s, after the reload): %s", name, error)
+            before = dict(self.sources)
+            with self._merge_lock:
+                sources = {n: s for n, s in self.sources.items() if n not in removed}
+                for name in rebuilt:
+                    self._carried[name] = self.sources[name].report()
+                for name in removed:
+                    self._carried.pop(name, None)
+                for name, (spec, source) in built.items():
+                    sources[name] = source
+                    self.specs[name] = spec
+                    self._first_pass[name] = threading.Event()
+                with self._lock:
+                    for name in added:
+                        self._sources[name] = _SourceState(name)
+                    for name in removed:
+                        self._sources.pop(name, None)
+                self.sources = {n: sources[n] for n in wanted}  # registry order
+            for name in rebuilt + removed:
+                control = self._loops.pop(name, None)
+                if control is not None:
+                    control.stop.set()  # its thread closes the old source when its run ends
+                    control.wake.set()
+                else:
+                    before[name].close()
+            if self._started:  # the new sources run in threads of their own
+                for name in rebuilt + added:
+                    self._start_loop(name, self.sources[name])
+            for control in self._loops.values():
+                control.wake.set()
+            self._discover_soon.set()
+        self._rebuild()
+        return [f"{what} {n}" for what, names in (("rebuilt", rebuilt), ("started", added), ("stopped", removed))
+                for n in names]
+
+    def _apply_config(self, config: Config) -> None:
+        """What the poller itself derives from the configuration."""
+        self.config = config
+        if isinstance(self._run, functools.partial) and self._run.func is run_tool:
+            self._run = functools.partial(run_tool, timeout=config.tool_timeout_seconds,
+                                          grace=config.tool_kill_grace_seconds,
+                                          max_output=config.tool_max_output_bytes)
+        self._virtual_included = tuple(
+            prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
+            if wanted
+        )
+        self._busy_wait_seconds = config.tool_timeout_seconds + config.tool_kill_grace_seconds + 1.0
+        self._rated_rules = [r.model_dump() for r in config.endurance]
+        self._projections.clear()  # rated endurance rules may have changed
+
+    def reload_failed(self) -> None:
+        """A reload was refused: ``ssd_config_last_reload_successful`` 0, the time of the last
+        good load kept."""
+        self.reload_status = ReloadStatus(False, self.reload_status.last_success)
+        self._publish_agent_status()
+
+    def reload_succeeded(self) -> None:
+        self.reload_status = ReloadStatus(True, self.clock())
+        self._publish_agent_status()
+
+    def note_signal(self, name: str) -> None:
+        """Count a signal the agent handled without stopping (``ssd_signals_received_total``)."""
+        with self._lock:
+            self._signals[name] = self._signals.get(name, 0) + 1
+        self._publish_agent_status()
+
+    def _publish_agent_status(self) -> None:
+        if not self._started:
+            return  # not running as an agent (``collect``, tests): no process state to show
+        with self._merge_lock:
+            self._snapshot = replace(self._snapshot, agent=self._agent_status())
+        self._published.set()
 
     # ------------------------------------------------------------------ probing helpers
 
@@ -431,14 +609,14 @@ class Poller:
 
     # ------------------------------------------------------------------ discovery
 
-    def run_discovery(self) -> None:
+    def run_discovery(self, _budget: Optional[float] = None) -> None:
         """Read the kernel's block devices, then let each source find its own drives."""
         started = time.monotonic()
         block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs, include=self._virtual_included)}
         with self._lock:
             self._block = block
         errors: List[str] = []
-        for name, source in self.sources.items():
+        for source in list(self.sources.values()):
             errors.extend(source.discover())
         for e in errors:
             log.warning("discovery: %s", e)
@@ -447,7 +625,37 @@ class Poller:
     # ------------------------------------------------------------------ history
 
     def _record(self, identity: str, when: float, reading: DriveReading) -> None:
-        self.history.record(identity, when, reading)
+        """A source asks for a history sample. It is written at the next merge (which follows
+        every source run), under the identity the merge gives the drive: when two drives report
+        one serial each is recorded under its own, never both under the serial."""
+        with self._lock:
+            self._to_record.append((reading, when))
+
+    def _write_records(self, hold: bool = True) -> int:
+        """Write the samples asked for since the last merge (called with the merge lock held,
+        or at stop with ``hold`` False). Returns how many there were.
+
+        In a running agent, nothing is written until every source has run once: two drives
+        that share a serial are only known to once both are read, and a sample written under
+        the bare serial before that would stay there, ambiguous. (A drive that shares a serial
+        with one already known, plugged in later, is qualified from its first sample; the
+        known drive's earlier samples stay under the bare serial, which was its own.)"""
+        if hold and self._holding():
+            return 0
+        with self._lock:
+            pending, self._to_record = self._to_record, []
+            identities = dict(self._identities)
+        for reading, when in pending:
+            identity = identities.get((reading.identity, _place(reading)), reading.identity)
+            self.history.record(identity, when, reading)
+        return len(pending)
+
+    def _holding(self) -> bool:
+        """Whether history writes wait for the sources' first passes (see :meth:`_write_records`);
+        at most two tool timeouts after the start, so a source that hangs cannot hold them."""
+        if not self._started or time.monotonic() - self._started_at > self._hold_limit:
+            return False
+        return not all(e.is_set() for e in list(self._first_pass.values()))
 
     def _project(self, reading: DriveReading) -> Tuple[Tuple[Projection, ...], Optional[float]]:
         """The drive's wear-out projections and its rated endurance in host bytes."""
@@ -477,15 +685,25 @@ class Poller:
     def _rebuild(self) -> None:
         """Merge what every source knows into a new immutable snapshot and publish it."""
         with self._merge_lock:
-            reports = {name: source.report() for name, source in self.sources.items()}
+            carried = dict(self._carried)
+            reports = {name: carried[name] if name in carried else source.report()
+                       for name, source in list(self.sources.items())}
             with self._lock:
                 block = dict(self._block)
+            merged = merge_drives(
+                [(self.specs[n].priority, n, reports[n]) for n in reports], block,
+                self.config.include_block_devices)
+            readings = [(d.reading, d.polls) for d in merged]
+            with self._lock:
+                self._identities = merged_identities(merged)
+            # History first: the projections read it, and ssd_history_healthy tells this write.
+            if self._write_records():
+                self._note_history()
+            with self._lock:
                 problems = dict(self._problems)
                 stuck = tuple(sorted(self._stuck))
                 collectors = tuple(s.status() for s in self._sources.values() if s.ran)
-            readings = merge_readings(
-                [(self.specs[n].priority, n, reports[n]) for n in reports], block,
-                self.config.include_block_devices)
+            self._note_shared_serials([r for r, _polls in readings if "serial_shared" in r.extra], problems)
             drives = []
             for reading, polls in readings:
                 reading = self._configured(reading)
@@ -506,8 +724,31 @@ class Poller:
                 history_recorded=int(getattr(self.history, "recorded_total", 0)),
                 history_pending=int(getattr(self.history, "pending_count", 0)),
                 syncwrite=host or (),
+                agent=self._agent_status() if self._started else None,
             )
         self._published.set()
+
+    def _agent_status(self) -> AgentStatus:
+        with self._lock:
+            signals = tuple(sorted(self._signals.items()))
+        status = self.reload_status
+        return AgentStatus(config_reload_successful=status.successful,
+                           config_reload_success_timestamp=status.last_success,
+                           signals=signals, leftover_processes_killed=LEFTOVERS.counts())
+
+    def _note_shared_serials(self, shared: Sequence[DriveReading], problems: Dict[str, str]) -> None:
+        """Drives that share a serial: a problem each, and one log line per serial when it is
+        first seen shared (again after it stopped being)."""
+        by_serial: Dict[str, List[DriveReading]] = {}
+        for reading in shared:
+            problems.setdefault(reading.identity, reading.extra["serial_shared"])
+            by_serial.setdefault(reading.replace(identity_qualifier=None).identity, []).append(reading)
+        for serial, readings in sorted(by_serial.items()):
+            if serial not in self._shared_logged:
+                log.warning("%s", printable(
+                    f"{len(readings)} drives report serial {serial} ({', '.join(r.device for r in readings)}): kept "
+                    f"apart as {', '.join(r.identity for r in readings)}; ssd_drive_serial_shared is 1 for them"))
+        self._shared_logged = set(by_serial)
 
     def _drive(self, reading: DriveReading, polls: Dict[str, float], reports: Mapping[str, Report]) -> Drive:
         """One drive record: the reading, what the annotating sources know of its device, its
@@ -556,34 +797,148 @@ class Poller:
         return reading.replace(temperatures=tuple(temps), sources=sources)
 
 
+def _source_changed(old: Config, new: Config, name: str) -> bool:
+    """Whether source ``name`` must be built again for ``new``: its own settings section, one
+    of its tools' paths, or a setting sources read when they are built (host paths, tool
+    bounds, SMART options: :data:`agent.config.SOURCE_KEYS`) changed."""
+    spec = registry.BY_NAME[name]
+    if spec.settings and getattr(old, name) != getattr(new, name):
+        return True
+    if any(getattr(old.tools, key) != getattr(new.tools, key) for key in spec.tools):
+        return True
+    return any(getattr(old, key) != getattr(new, key) for key in SOURCE_KEYS)
+
+
 def merge_readings(
     reports: Sequence[Tuple[int, str, Report]],
     block: Mapping[str, blockdev.BlockDevice],
     include_block_devices: bool,
 ) -> List[Tuple[DriveReading, Dict[str, float]]]:
-    """The drives of a snapshot, pure: each identity once, from the source that merges first
+    """The drives of a snapshot, pure: each drive once, from the source that merges first
     (lowest priority number), each field it lacks filled from later sources' readings of the
     same drive (:func:`collectors.model.supplement`), then the kernel's block devices no
     source read (when wanted). Returns (reading, {source: unix time of its data}) sorted by
-    device."""
-    readings: Dict[str, Tuple[DriveReading, Dict[str, float]]] = {}
+    device.
+
+    Readings of one identity (serial, else WWN) are one drive unless they cannot be: two
+    different WWNs, two different kernel names, or two readings from the same source. Drives
+    that share a serial that way (a firmware or cloning fault, issue 26) are kept apart: each
+    gets ``identity_qualifier`` (see :func:`_qualify`), and ``extra["serial_shared"]`` says
+    which drives share it, shown in the snapshot's problems and as ``ssd_drive_serial_shared``.
+    """
+    return [(d.reading, d.polls) for d in merge_drives(reports, block, include_block_devices)]
+
+
+def merge_drives(
+    reports: Sequence[Tuple[int, str, Report]],
+    block: Mapping[str, blockdev.BlockDevice],
+    include_block_devices: bool,
+) -> List[_Merged]:
+    """:func:`merge_readings`, each drive with the source readings it was made of."""
+    drives: List[_Merged] = []
     for _, name, report in sorted(reports, key=lambda pnr: pnr[:2]):
         for _key, (reading, when) in sorted(report.readings.items()):
-            known = readings.get(reading.identity)
-            if known is None:
-                readings[reading.identity] = (reading, {name: when})
+            same = _same_drive(drives, reading, name)
+            if same is None:
+                drives.append(_Merged(reading, {name: when}, [(name, reading)]))
             else:
-                filled = supplement(known[0], reading, name)
-                readings[reading.identity] = (filled, dict(known[1], **{name: when}))
-    covered = {reading.block_device for reading, _ in readings.values() if reading.block_device}
+                same.reading = supplement(same.reading, reading, name)
+                same.polls[name] = when
+                same.members.append((name, reading))
+    covered = {r.block_device for d in drives for _n, r in d.members if r.block_device}
     if include_block_devices:
         for name, b in sorted(block.items()):
             if b.drive_name in covered or name in covered:
                 continue
             reading = _reading_from_block(b)
-            readings.setdefault(reading.identity, (reading, {}))
+            if _same_drive(drives, reading, "") is None:
+                drives.append(_Merged(reading, {}, [("", reading)]))
             covered.add(b.drive_name)
-    return sorted(readings.values(), key=lambda rp: rp[0].device)
+    _qualify(drives)
+    return sorted(drives, key=lambda d: d.reading.device)
+
+
+class _Merged:
+    """One drive being merged: its reading so far, when each source read it, and the
+    readings it was made of (to map a source's history sample to the merged identity)."""
+
+    def __init__(self, reading: DriveReading, polls: Dict[str, float],
+                 members: List[Tuple[str, DriveReading]]) -> None:
+        self.reading = reading
+        self.polls = polls
+        self.members = members
+
+
+def _same_drive(drives: Sequence[_Merged], reading: DriveReading, source: str) -> Optional[_Merged]:
+    """The drive ``reading`` is about among those merged so far, or None for a new one."""
+    identity = reading.identity
+    for drive in drives:
+        if drive.reading.identity == identity and not any(
+                _apart(mine, reading, name == source) for name, mine in drive.members):
+            return drive
+    return None
+
+
+def _apart(a: DriveReading, b: DriveReading, same_source: bool) -> bool:
+    """Whether two readings of one identity must be two drives. One WWN is one drive (two
+    paths to a dual-ported SAS drive); else two WWNs, one source reading the identity
+    twice, or two kernel names are two drives. A reading with no kernel name and no WWN (a
+    plug-in's, a sysfs one) says nothing against being the same drive."""
+    if a.wwn and b.wwn:
+        return _norm_wwn(a.wwn) != _norm_wwn(b.wwn)
+    if same_source:
+        return True
+    return bool(a.block_device and b.block_device and a.block_device != b.block_device)
+
+
+def _norm_wwn(wwn: str) -> str:
+    # smartctl prints "5 002538 e40a22954", sysfs "naa.5002538e40a22954"
+    text = wwn.lower().replace(" ", "")
+    return text.split(".", 1)[1] if "." in text[:5] else text
+
+
+def _qualify(drives: Sequence[_Merged]) -> None:
+    """Give drives that share an identity a qualifier each: their WWNs when every one has a
+    distinct WWN (stable across reboots), else their kernel names (or tool paths)."""
+    by_identity: Dict[str, List[_Merged]] = {}
+    for d in drives:
+        by_identity.setdefault(d.reading.identity, []).append(d)
+    for identity, group in by_identity.items():
+        if len(group) < 2:
+            continue
+        wwns = [_norm_wwn(d.reading.wwn) if d.reading.wwn else None for d in group]
+        if all(wwns) and len(set(wwns)) == len(wwns):
+            how, names = "WWN", [str(w) for w in wwns]
+        else:
+            how, names = "device", [_where(d.reading) for d in group]
+            if len(set(names)) != len(names):
+                names = [f"{n}#{i}" for i, n in enumerate(names, 1)]
+        paths = [d.reading.device for d in group]
+        for d, name in zip(group, names):
+            others = ", ".join(p for p in paths if p != d.reading.device) or "another drive"
+            note = (f"{d.reading.device} reports serial {identity}, as does {others} (a firmware or "
+                    f"cloning fault): kept apart by {how}")
+            d.reading = d.reading.replace(identity_qualifier=name,
+                                          extra=dict(d.reading.extra, serial_shared=note))
+
+
+def _where(reading: DriveReading) -> str:
+    if reading.block_device:
+        return reading.block_device
+    path = reading.device[len("/dev/"):] if reading.device.startswith("/dev/") else reading.device
+    return f"{path}:{reading.device_type}" if reading.device_type else path
+
+
+def _place(reading: DriveReading) -> str:
+    """Where a reading was taken, to tell apart two readings of one identity."""
+    return f"{reading.kind}|{reading.device}|{reading.device_type or ''}|{reading.block_device or ''}"
+
+
+def merged_identities(drives: Sequence[_Merged]) -> Dict[Tuple[str, str], str]:
+    """(a source reading's identity, its place) -> the identity the merge gave its drive, for
+    the drives whose identity the merge qualified. Pure; see :func:`merge_readings`."""
+    return {(r.identity, _place(r)): d.reading.identity
+            for d in drives if d.reading.identity_qualifier for _name, r in d.members}
 
 
 REMOTE_PID = -1  # a stuck process that lives in the probe helper

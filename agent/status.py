@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from agent import health, syncwrite
 from agent.config import DEFAULT_PORT
 from agent.health import CRITICAL, OK, WARNING, severity_rank
+from agent.text import defang
 from agent.views import (
     describe_input,
     flagged_first,
@@ -612,23 +613,6 @@ def fetch(url: str, timeout: float = 2.0, auth: Optional[str] = None) -> Tuple[O
         raise AgentRefused(f"cannot read the agent at {url}: {reason}") from None
     except ValueError as exc:
         raise AgentRefused(f"the agent at {url} did not answer JSON: {exc}") from None
-
-
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def defang(value: Any) -> Any:
-    """Every string in ``value`` (a drive view, the collectors, the problems) with control
-    characters written as escapes (``\\x1b``), recursively, keys too. Serials, models and
-    tool messages come from the drives and their tools: an escape sequence in a serial must
-    not reach the terminal."""
-    if isinstance(value, str):
-        return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
-    if isinstance(value, dict):
-        return {defang(k): defang(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [defang(v) for v in value]
-    return value
 
 
 def local_poll(config) -> Dict[str, Any]:

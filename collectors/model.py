@@ -117,25 +117,32 @@ class DriveReading:
     sources: Dict[str, str] = field(default_factory=dict)
     # free-form extras that only some kinds have (kept out of metrics, shown in the API)
     extra: Dict[str, str] = field(default_factory=dict)
+    # Set by the agent's merge when another drive on the host reports the same serial (a
+    # firmware or a cloning fault): the WWN or kernel name that keeps this drive apart,
+    # appended to the identity after "@" (agent/poller.py, merge_readings).
+    identity_qualifier: Optional[str] = None
 
     @property
     def identity(self) -> str:
         """Stable identity: serial, else WWN, else the device path (with the -d type, since
         drives behind one RAID controller share a path). A masked serial such as
         ``XXXXXXXXXXXX`` or ``REDACTED`` (some controllers and anonymised captures print them)
-        is no identity: two drives would merge."""
+        is no identity: two drives would merge. ``SERIAL@QUALIFIER`` when two drives share
+        the serial."""
         if self.serial and not _MASKED_SERIAL.match(self.serial):
-            return self.serial
-        if self.wwn:
-            return self.wwn
-        return f"{self.device}:{self.device_type}" if self.device_type else self.device
+            base = self.serial
+        elif self.wwn:
+            base = self.wwn
+        else:
+            base = f"{self.device}:{self.device_type}" if self.device_type else self.device
+        return f"{base}@{self.identity_qualifier}" if self.identity_qualifier else base
 
     def replace(self, **changes) -> DriveReading:
         return dataclasses.replace(self, **changes)
 
 
 # Fields that say which drive a reading is about: never taken from a second source.
-_IDENTITY_FIELDS = ("kind", "device", "block_device", "device_type", "serial", "wwn")
+_IDENTITY_FIELDS = ("kind", "device", "block_device", "device_type", "serial", "wwn", "identity_qualifier")
 
 
 def _absent(value) -> bool:
@@ -304,6 +311,18 @@ class CollectorStatus:
 
 
 @dataclass(frozen=True)
+class AgentStatus:
+    """The agent process's own state, for its metrics: the last configuration reload
+    (agent/reload.py), the signals it handled without stopping, and the processes tools left
+    behind that the runner killed (collectors/runner.py), by how: ``group`` or ``adopted``."""
+
+    config_reload_successful: bool = True
+    config_reload_success_timestamp: float = 0.0
+    signals: Tuple[Tuple[str, int], ...] = ()
+    leftover_processes_killed: Tuple[Tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
 class Snapshot:
     drives: Tuple[Drive, ...] = ()
     collectors: Tuple[CollectorStatus, ...] = ()
@@ -316,6 +335,7 @@ class Snapshot:
     history_pending: int = 0  # of those, not yet on disk (a write failed)
     # the sync-write probe's latest result per directory (collectors.syncwrite.SyncWriteResult)
     syncwrite: tuple = ()
+    agent: Optional[AgentStatus] = None  # None outside a running agent (tests, ``collect``)
 
     def by_serial(self) -> Dict[str, Drive]:
         return {d.serial: d for d in self.drives}

@@ -11,6 +11,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.metrics import Exposition, make_registry
+from agent.text import printable
 from collectors.model import Snapshot
 from tests.conftest import fixture_path
 from tests.fakehost import build_default_host
@@ -87,9 +88,13 @@ def test_label_values_are_escaped_in_the_per_scrape_part(tmp_path):
     snap = Snapshot(drives=(dataclasses.replace(drive, reading=reading),), created=time.time())
     text = Exposition(lambda: snap).render()
     parsed = samples(text)
-    assert list(ages(parsed)) == [odd]
+    # The newline, a control character, is written as a visible escape (agent/text.py,
+    # issue 26); backslash and quote survive the label syntax as themselves.
+    shown = 'S\\N "7"\\nX'
+    assert printable(odd) == shown
+    assert list(ages(parsed)) == [shown]
     info = [dict(k[1]) for k in parsed if k[0] == "ssd_drive_info"]
-    assert [i["serial"] for i in info] == [odd]
+    assert [i["serial"] for i in info] == [shown]
 
 
 def test_empty_snapshot_renders_agent_series_only():

@@ -519,7 +519,10 @@ def _errors(s, collector="smartctl") -> float:
 def _huge_counter(host: FakeHost) -> None:
     doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
     doc["nvme_smart_health_information_log"]["data_units_written"] = 2**64 - 1
-    host.set_response("smartctl", "nvme1", json.dumps(doc).replace("S466NX0M776250H", "HUGE-nvme1"))
+    # A serial of its own: the capture is nvme0's, and two drives reporting one serial are a
+    # fault of their own (tests/test_faults_process.py).
+    doc["serial_number"] = "HUGE-nvme1"
+    host.set_response("smartctl", "nvme1", json.dumps(doc))
 
 
 def _damaged_history(host: FakeHost) -> None:

@@ -8,12 +8,15 @@ lasts: the healthy drives stay fresh (``ssd_data_age_seconds``), the agent's chi
 stay bounded (counted with psutil on every sample), and the failure shows in the metrics.
 
 A process that survives SIGKILL cannot be made on purpose; what the agent sees of one (SIGKILL
-sent, ``waitpid`` still says "not yet") can. The ``ptrace-stuck`` tool forks a helper that
-leaves the tool's session and attaches to it with ptrace. When the agent's SIGTERM arrives the
-traced tool stops in signal-delivery-stop (the tracer never resumes it), SIGKILL then kills it,
-and the kernel reports a traced zombie only to its tracer: the agent cannot reap it until the
-tracer lets go after ``<key>.hold`` seconds. That is the D-state case from the agent's side:
-SIGTERM, grace, SIGKILL, still not reapable, handed to the reaper, then gone later.
+sent, ``waitpid`` still says "not yet") can. The ``ptrace-stuck`` tool asks a tracer to attach
+to it with ptrace. When the agent's SIGTERM arrives the traced tool stops in
+signal-delivery-stop (the tracer never resumes it), SIGKILL then kills it, and the kernel
+reports a traced zombie only to its tracer: the agent cannot reap it until the tracer lets go
+after ``<key>.hold`` seconds. That is the D-state case from the agent's side: SIGTERM, grace,
+SIGKILL, still not reapable, handed to the reaper, then gone later. The tracer runs outside the
+agent's process tree (a service this module starts, :data:`_TRACER_SERVICE`): the agent is a
+child subreaper (issue 26), so a tracer the tool forked itself would become the agent's child
+when the tool died and be killed as a leftover process, ending the hold early.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
 import sys
 import time
 from typing import Dict, List, Optional
@@ -62,45 +66,96 @@ fi
 exec "{real}" "$@"
 """
 
-# Runs as the tool. argv[1] is the response path prefix: reads .hold, appends to .events.
+# Runs as the tool. argv[1] is the response path prefix: appends to .events, asks the tracer
+# service to attach by creating .req.PID, and reads its answer from .ack.PID.
 _STUCK_TOOL = r'''
 import ctypes, os, sys, time
 
 base = sys.argv[1]
-hold = float(open(base + ".hold").read())
 def event(what):
     with open(base + ".events", "a") as fh:
         fh.write("%s %d %.3f\n" % (what, os.getpid(), time.time()))
 
 libc = ctypes.CDLL(None, use_errno=True)
-libc.ptrace.restype = ctypes.c_long
-libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-# Yama (ptrace_scope 1) lets only ancestors trace; allow our own helper explicitly.
+# Yama (ptrace_scope 1) lets only ancestors trace; allow the tracer service explicitly.
 libc.prctl(0x59616d61, ctypes.c_ulong(2**64 - 1), 0, 0, 0)
 event("start")
-ready_r, ready_w = os.pipe()
-if os.fork() == 0:
-    os.setsid()  # out of the tool's process group: the agent's killpg does not reach us
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    tool = os.getppid()
-    if libc.ptrace(16, tool, None, None) != 0:  # PTRACE_ATTACH
-        os.write(ready_w, b"no")
-        os._exit(1)
-    os.waitpid(tool, 0x40000000)  # __WALL: the attach stop
-    libc.ptrace(7, tool, None, None)  # PTRACE_CONT
-    os.write(ready_w, b"ok")
-    time.sleep(hold)  # never wait for the tool: its zombie stays ours, not the agent's
-    event("release")
-    os._exit(0)
-answer = os.read(ready_r, 2)
-if answer != b"ok":
+req, ack = "%s.req.%d" % (base, os.getpid()), "%s.ack.%d" % (base, os.getpid())
+open(req + ".tmp", "w").close()
+os.rename(req + ".tmp", req)
+deadline = time.time() + 10
+while not os.path.exists(ack) and time.time() < deadline:
+    time.sleep(0.01)
+if not os.path.exists(ack) or open(ack).read() != "ok":
     event("noptrace")
 print("smartctl is stuck talking to the drive", flush=True)
 while True:
     time.sleep(1)
 '''
+
+# The tracer service, started by the test (outside the agent's process tree). argv[1]: the
+# responses directory it watches for .req.PID files. One forked tracer per request attaches,
+# answers, holds the tool for <key>.hold seconds, then exits (which lets the zombie go).
+_TRACER_SERVICE = r'''
+import ctypes, glob, os, sys, time
+
+root = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+
+def trace(base, pid):
+    ok = libc.ptrace(16, pid, None, None) == 0  # PTRACE_ATTACH
+    if ok:
+        os.waitpid(pid, 0x40000000)  # __WALL: the attach stop
+        libc.ptrace(7, pid, None, None)  # PTRACE_CONT
+    ack = "%s.ack.%d" % (base, pid)
+    with open(ack + ".tmp", "w") as fh:
+        fh.write("ok" if ok else "no")
+    os.rename(ack + ".tmp", ack)
+    if ok:
+        time.sleep(float(open(base + ".hold").read()))  # never wait for the tool's zombie
+        with open(base + ".events", "a") as fh:
+            fh.write("release %d %.3f\n" % (os.getpid(), time.time()))
+    os._exit(0)
+
+parent = os.getppid()
+while os.getppid() == parent:  # ends with the test process that started it, at the latest
+    for req in glob.glob(os.path.join(root, "*", "*.req.*")):
+        base, _, pid = req.rpartition(".req.")
+        if not pid.isdigit():
+            continue
+        try:
+            os.rename(req, "%s.taken.%s" % (base, pid))
+        except OSError:
+            continue
+        if os.fork() == 0:
+            trace(base, int(pid))
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+    time.sleep(0.02)
+'''
+_TRACERS: Dict[str, subprocess.Popen] = {}
+
+
+def start_tracer(host: FakeHost) -> None:
+    if str(host.root) not in _TRACERS:
+        script = host.root / "tracer_service.py"
+        script.write_text(_TRACER_SERVICE)
+        _TRACERS[str(host.root)] = subprocess.Popen([sys.executable, str(script), str(host.root / "responses")])
+
+
+def stop_tracer(host: FakeHost) -> None:
+    proc = _TRACERS.pop(str(host.root), None)
+    if proc is not None:
+        proc.kill()
+        proc.wait(10)
+        for p in psutil.process_iter(["cmdline"]):  # its tracers still holding
+            if str(host.root / "tracer_service.py") in " ".join(p.info.get("cmdline") or []):
+                p.kill()
 
 
 def make_faulty(host: FakeHost, name: str) -> None:
@@ -119,6 +174,8 @@ def make_faulty(host: FakeHost, name: str) -> None:
 
 
 def set_fault(host: FakeHost, tool: str, key: str, fault: Optional[str]) -> None:
+    if fault == "ptrace-stuck":
+        start_tracer(host)
     path = host.root / "responses" / tool / f"{key}.fault"
     if fault is None:
         path.unlink(missing_ok=True)
@@ -233,7 +290,8 @@ def host(tmp_path):
     host = build_default_host(tmp_path)
     make_faulty(host, "smartctl")
     make_faulty(host, "shannon-status")
-    return host
+    yield host
+    stop_tracer(host)
 
 
 def test_hanging_and_flooding_tools_do_not_hold_up_the_other_drives(host):

@@ -11,11 +11,14 @@ from typing import List
 
 import pytest
 
-from agent.config import Config, Paths, Tools
+from agent.config import Config, Paths, Tools, reload_plan
 from agent.metrics import make_registry
-from agent.poller import Poller
-from collectors.smartctl.source import STANDBY_MAX_SKIPS
+from agent.poller import Poller, _place, merge_drives, merge_readings, merged_identities
+from collectors.blockdev import BlockDevice
+from collectors.model import DriveReading
 from collectors.smartctl import STANDBY_EXIT_STATUS
+from collectors.smartctl.source import STANDBY_MAX_SKIPS
+from collectors.source import Report
 from tests.conftest import fixture_path, read_fixture
 from tests.fakehost import FakeHost, build_default_host
 from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL
@@ -221,3 +224,131 @@ def test_a_source_that_raises_is_failed_for_that_run_and_collect_goes_on(tmp_pat
         assert len(crashes) == 2 and sum(1 for r in crashes if r.exc_info) == 1
     finally:
         poller.stop()
+
+
+# -- issue 26: two drives with one serial ----------------------------------------------------
+
+
+def _report(*readings: DriveReading) -> Report:
+    return Report(readings={r.device: (r, 1_700_000_000.0) for r in readings})
+
+
+def test_two_drives_reporting_one_serial_are_kept_apart(tmp_path):
+    """nvme0's real report replayed with sda's serial: before issue 26 the NVMe drive got
+    sda's ATA defects and sda "no health data". Now each keeps its own values under
+    SERIAL@DEVICE, each says it shares the serial, and the problems list says so."""
+    host = build_default_host(tmp_path)
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-nvme.json"))
+    doc["serial_number"] = SDA_SERIAL
+    host.set_response("smartctl", "nvme0", json.dumps(doc))
+    poller = make_poller(host, collectors=["smartctl", "diskstats"])
+    try:
+        snap = poller.poll_once()
+    finally:
+        poller.stop()
+    drives = {d.device: d for d in snap.drives}
+    assert drives["sda"].serial == f"{SDA_SERIAL}@sda" and drives["nvme0"].serial == f"{SDA_SERIAL}@nvme0"
+    assert drives["sda"].reading.kind == "ata" and drives["nvme0"].reading.kind == "nvme"
+    assert drives["nvme0"].reading.defects == {} and drives["nvme0"].reading.media_errors == 0
+    assert drives["sda"].reading.defects.get("reallocated") == 0 and drives["sda"].reading.media_errors is None
+    assert all("smartctl" in d.last_poll for d in (drives["sda"], drives["nvme0"]))
+    assert drives["sda"].reading.serial == SDA_SERIAL  # rules still match the drive's own serial
+    shared = [p for p in snap.problems if "reports serial" in p]
+    assert shared == [f"{SDA_SERIAL}@nvme0: /dev/nvme0 reports serial {SDA_SERIAL}, as does /dev/sda (a firmware "
+                      "or cloning fault): kept apart by device",
+                      f"{SDA_SERIAL}@sda: /dev/sda reports serial {SDA_SERIAL}, as does /dev/nvme0 (a firmware "
+                      "or cloning fault): kept apart by device"]
+    registry = make_registry(lambda: snap)
+    for device in ("sda", "nvme0"):
+        labels = {"device": device, "serial": f"{SDA_SERIAL}@{device}"}
+        assert registry.get_sample_value("ssd_drive_serial_shared", labels) == 1
+    assert registry.get_sample_value("ssd_drive_serial_shared", {"device": "nvme1", "serial": "S466NX0M776250H"}) is None
+
+
+def test_merge_keeps_one_drive_per_wwn_and_apart_by_distinct_wwns():
+    one = DriveReading(kind="scsi", device="/dev/sdb", block_device="sdb", serial="Z1", wwn="0x5000c500a1b2c3d4",
+                       power_on_seconds=100)
+    # Two paths to one dual-ported SAS drive: one WWN, one drive, nothing flagged.
+    other_path = dataclasses.replace(one, device="/dev/sdc", block_device="sdc")
+    merged = merge_readings([(10, "smartctl", _report(one, other_path))], {}, False)
+    assert [r.identity for r, _ in merged] == ["Z1"] and "serial_shared" not in merged[0][0].extra
+    # Two drives, two WWNs, one serial: kept apart by WWN (stable across a reboot's renaming).
+    twin = dataclasses.replace(one, device="/dev/sdc", block_device="sdc", wwn="0x5000c500ffffffff", power_on_seconds=7)
+    merged = merge_readings([(10, "smartctl", _report(one, twin))], {}, False)
+    assert sorted(r.identity for r, _ in merged) == ["Z1@0x5000c500a1b2c3d4", "Z1@0x5000c500ffffffff"]
+    assert {r.identity: r.power_on_seconds for r, _ in merged}["Z1@0x5000c500ffffffff"] == 7
+    assert all("kept apart by WWN" in r.extra["serial_shared"] for r, _ in merged)
+
+
+def test_a_second_source_joins_the_right_one_of_two_drives_sharing_a_serial():
+    """nvme-cli's vendor reading of nvme0 fills nvme0's fields, not sda's; the history sample
+    a source recorded maps to the merged identity of its own drive."""
+    ata = DriveReading(kind="ata", device="/dev/sda", block_device="sda", serial="S1", defects={"reallocated": 3})
+    nvme = DriveReading(kind="nvme", device="/dev/nvme0", block_device="nvme0", serial="S1", media_errors=0)
+    vendor = DriveReading(kind="nvme", device="/dev/nvme0", block_device="nvme0", serial="S1",
+                          nand_written_bytes=10**12, sources={"nand_written_bytes": "intel smart-log-add"})
+    drives = merge_drives([(10, "smartctl", _report(ata, nvme)), (50, "nvme_vendor", _report(vendor))], {}, False)
+    by_device = {d.reading.device: d.reading for d in drives}
+    assert by_device["/dev/nvme0"].nand_written_bytes == 10**12 and by_device["/dev/sda"].nand_written_bytes is None
+    assert by_device["/dev/sda"].defects == {"reallocated": 3} and by_device["/dev/nvme0"].defects == {}
+    identities = merged_identities(drives)
+    assert identities[("S1", _place(ata))] == "S1@sda"
+    assert identities[("S1", _place(nvme))] == identities[("S1", _place(vendor))] == "S1@nvme0"
+
+
+def test_a_kernel_drive_with_a_tools_serial_but_another_name_is_a_drive_of_its_own():
+    read = DriveReading(kind="nvme", device="/dev/nvme0", block_device="nvme0", serial="S1", media_errors=0)
+    block = {"nvme1n1": BlockDevice("nvme1n1", 10**12, False, serial="S1", transport="nvme")}
+    merged = merge_readings([(10, "smartctl", _report(read))], block, True)
+    assert sorted(r.identity for r, _ in merged) == ["S1@nvme0", "S1@nvme1"]
+    assert {r.device: bool(p) for r, p in merged} == {"/dev/nvme0": True, "/dev/nvme1": False}
+
+
+# -- issue 26: reloading the configuration ---------------------------------------------------
+
+
+def test_reload_applies_rules_and_intervals_and_rebuilds_only_what_changed(tmp_path):
+    host = build_default_host(tmp_path)
+    poller = make_poller(host, collectors=["smartctl", "diskstats"])
+    try:
+        poller.poll_once()
+        assert sda(poller).write_cache_expected == "enabled"
+        smartctl, diskstats = poller.sources["smartctl"], poller.sources["diskstats"]
+        new = poller.config.model_copy(update={
+            "write_cache_expected": "disabled",
+            "intervals": poller.config.intervals.model_copy(update={"smartctl": 42.0})})
+        assert poller.reload(new) == []  # nothing to rebuild
+        assert poller.sources["smartctl"] is smartctl and poller.interval("smartctl") == 42.0
+        assert sda(poller).write_cache_expected == "disabled"  # the next snapshot has it
+
+        # A new smartctl path builds smartctl again (only it); until its first pass the old
+        # one's drives stay in the snapshot.
+        copy_of = host.bin / "smartctl-copy"
+        copy_of.write_bytes((host.bin / "smartctl").read_bytes())
+        copy_of.chmod(0o755)
+        new = new.model_copy(update={"tools": new.tools.model_copy(update={"smartctl": str(copy_of)})})
+        calls = len(host.calls())
+        assert poller.reload(new) == ["rebuilt smartctl"]
+        assert poller.sources["smartctl"] is not smartctl and poller.sources["diskstats"] is diskstats
+        assert [c.split()[1] for c in host.calls()[calls:]] == ["--version", "--scan-open"]  # it discovered
+        read_at = sda(poller).last_poll["smartctl"]  # the old source's reading, carried
+        time.sleep(0.01)
+        poller.run("smartctl")
+        assert sda(poller).last_poll["smartctl"] > read_at  # the new source's own first pass
+
+        # Disabling a collector stops it and its ssd_collector_* series go.
+        assert poller.reload(new.model_copy(update={"collectors": ["smartctl"]})) == ["stopped diskstats"]
+        assert "diskstats" not in poller.sources
+        assert "diskstats" not in {c.name for c in poller.snapshot().collectors}
+    finally:
+        poller.stop()
+
+
+def test_reload_plan_keeps_what_needs_a_restart():
+    running = Config(listen_address=":9877", http_max_connections=512, write_cache_expected="enabled")
+    loaded = Config(listen_address=":9999", http_max_connections=64, write_cache_expected="any")
+    applied, changed, restart = reload_plan(running, loaded)
+    assert changed == ["write_cache_expected"] and restart == ["listen_address", "http_max_connections"]
+    assert applied.listen_address == ":9877" and applied.http_max_connections == 512
+    assert applied.write_cache_expected == "any"
+    assert reload_plan(running, running)[1:] == ([], [])

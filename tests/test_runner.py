@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from collectors.runner import run_tool
+from tests.conftest import ROOT
 
 
 def script(tmp_path: Path, body: str, name: str = "tool") -> str:
@@ -102,3 +106,80 @@ def test_binary_output_is_returned_as_bytes(tmp_path):
     r = run_tool([tool], timeout=5)
     assert r.stdout == b"\x00\xff\xfegarbage\x80"
     assert r.exit_code == 0
+
+
+def _gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rpartition(b")")[2].split()[0] in (b"Z", b"X"):
+                    return True  # dead, waiting for its parent to reap it
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_child_left_in_the_group_is_killed_when_the_tool_exits(tmp_path):
+    # Issue 26: the tool backgrounds a child that stays in its process group, closes its own
+    # output and exits 0; the runner returns at once and the child does not outlive the tool.
+    marker = tmp_path / "child.pid"
+    tool = script(tmp_path, f'sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {marker}; echo ok')
+    start = time.monotonic()
+    r = run_tool([tool], timeout=10)
+    assert r.exit_code == 0 and r.stdout == b"ok\n" and not r.timed_out
+    assert time.monotonic() - start < 5
+    assert _gone(int(marker.read_text())), "the tool's child outlived it"
+
+
+def test_a_child_ignoring_sigterm_is_killed_after_a_timeout(tmp_path):
+    # The tool dies on SIGTERM, its child ignores it: the group still gets SIGKILL.
+    marker = tmp_path / "child.pid"
+    tool = script(tmp_path, f'(trap "" TERM; exec sleep 300) & echo $! > {marker}; sleep 30')
+    r = run_tool([tool], timeout=0.5, grace=0.5)
+    assert r.timed_out and not r.stuck
+    assert _gone(int(marker.read_text())), "the child that ignored SIGTERM survived"
+
+
+_SUBREAPER_SCRIPT = r'''
+import json, sys, time
+from collectors import runner
+tool, marker = sys.argv[1], sys.argv[2]
+subreaper = runner.enable_subreaper()
+r = runner.run_tool([tool], timeout=10)
+daemon = int(open(marker).read())
+time.sleep(0.3)  # the daemon's parent (the tool's subshell) has exited: it is ours now
+adopted = daemon in runner.ORPHANS.children()
+first = runner.ORPHANS.sweep()   # seen once: a suspect, not killed yet
+time.sleep(0.2)
+second = runner.ORPHANS.sweep()  # seen twice: killed
+time.sleep(0.2)
+runner.ORPHANS.sweep_all()
+print(json.dumps({"subreaper": subreaper, "exit": r.exit_code, "adopted": adopted, "first": first,
+                  "second": second, "daemon": daemon, "children": sorted(runner.ORPHANS.children()),
+                  "leftovers": dict(runner.LEFTOVERS.counts())}))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux only")
+def test_subreaper_adopts_and_kills_a_daemon_that_left_the_group(tmp_path):
+    """A tool starts a ``setsid`` daemon (its own session: the group kill cannot reach it) and
+    exits. In a process that is a subreaper (run apart, so pytest itself stays as it is) the
+    daemon is reparented to it, and the sweeper kills it at its second sighting and reaps it;
+    an in-group child of the same tool counts as killed with the group."""
+    marker = tmp_path / "daemon.pid"
+    tool = script(tmp_path, f"(setsid sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {marker}) ; "
+                            "sleep 300 >/dev/null 2>&1 </dev/null & echo ok")
+    out = subprocess.run([sys.executable, "-c", _SUBREAPER_SCRIPT, tool, str(marker)], cwd=str(ROOT),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    print(" ", result)
+    assert result["subreaper"] and result["exit"] == 0
+    assert result["adopted"], "the setsid daemon was not reparented to the subreaper"
+    assert result["first"] == 0 and result["second"] == 1
+    assert result["children"] == []
+    assert result["leftovers"] == {"adopted": 1, "group": 1}
+    assert _gone(result["daemon"], 0.5)
+    assert "left outside its process group" in out.stderr and "of its process group running" in out.stderr
