@@ -131,13 +131,12 @@ def test_a_bad_configuration_on_sighup_changes_nothing(host):
         broken_web = host.root / "web.yml"
         broken_web.write_text("basic_auth_users:\n  prometheus: not-a-bcrypt-hash\n")
         with Scraper(agent) as scraper:
-            for bad in ('intervals: {"smartctl": -1}\n', "intervals: [unclosed\n",
-                        f"web_config_file: {json.dumps(str(broken_web))}\n"):
+            bad_files = ('intervals: {"smartctl": -1}\n', "intervals: [unclosed\n",
+                         f"web_config_file: {json.dumps(str(broken_web))}\n")
+            for count, bad in enumerate(bad_files, start=1):
                 (host.root / "agent.yml").write_text(bad)
                 agent.proc.send_signal(signal.SIGHUP)
-                wait_for(lambda b=bad: agent.log().count("configuration reload failed") ==
-                         1 + ["-1", "unclosed", "web.yml"].index(next(w for w in ("-1", "unclosed", "web.yml")
-                                                                          if w in b)), timeout=10)
+                wait_for(lambda n=count: agent.log().count("configuration reload failed") == n, timeout=10)
                 s = scrape(agent)
                 assert value(s, "ssd_config_last_reload_successful") == 0
                 assert value(s, "ssd_config_last_reload_success_timestamp_seconds") == loaded_at
