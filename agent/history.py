@@ -1006,16 +1006,13 @@ class History:
 
     def _check_clock(self, ts: float) -> float:
         """Look at the clocks before a sample is stored; on a step, re-time this boot's samples.
-        Returns the sample's time, moved with the step when it was read before it."""
+        Returns the sample's time, moved with the latest step when it was read before it
+        (ClockWatch.restamp: another source's thread may have found the step first)."""
         assert self._watch is not None
         step = self._watch.observe()
-        if step is None:
-            return ts
-        now = self._watch.last.wall
-        self._stepped(step)
-        if abs(ts - (now - step)) < abs(ts - now):
-            ts += step
-        return ts
+        if step is not None:
+            self._stepped(step)
+        return self._watch.restamp(ts)
 
     def _stepped(self, step: float) -> None:
         """The wall clock stepped by ``step``: move this boot's samples (kept in memory and on

@@ -53,6 +53,9 @@ BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 # NTP's largest slew rate (ntpd and chrony both cap it at 500 ppm); twice that, for margin.
 SLEW = 0.001
 DAY = 86400.0
+# A reading reaches history at most this long after it was taken (a tool run, its timeout, a
+# slow merge); older times are not fresh readings and are stored as given.
+READING_MAX_AGE = 3600.0
 
 # ``kind`` labels of ssd_history_clock_anomalies_total, all exported from the start.
 STEP_FORWARD = "step_forward"
@@ -145,6 +148,7 @@ class ClockWatch:
         self.last = Look(clocks.boot, clocks.since_boot(), clocks.wall(), 0.0)
         self.anomalies = {kind: 0 for kind in ANOMALY_KINDS}
         self.last_anomaly: Optional[str] = None  # the newest anomaly, as logged
+        self.last_step: Optional[Tuple[float, float]] = None  # (boot clock when found, step)
 
     def look(self) -> Look:
         since_boot = self.clocks.since_boot()
@@ -171,9 +175,27 @@ class ClockWatch:
             self._stepped(step, now, "")
         return step
 
+    def restamp(self, ts: float, max_age: float = READING_MAX_AGE) -> float:
+        """The time of a reading, on the clock as it is now. A reading taken just before a
+        step carries the old clock's time and may be stored after another thread found the
+        step: a time that does not fit "now" (from ``max_age`` ago to the tolerance ahead)
+        but fits it once moved by the latest step (found less than ``max_age`` ago) is moved."""
+        if self.last_step is None:
+            return ts
+        found, step = self.last_step
+        if self.clocks.since_boot() - found > max_age:
+            return ts
+        now = self.clocks.wall()
+
+        def fits(t: float) -> bool:
+            return now - max_age <= t <= now + self.tolerance_seconds
+
+        return ts + step if not fits(ts) and fits(ts + step) else ts
+
     def _stepped(self, step: float, now: Look, when: str) -> None:
         kind = STEP_FORWARD if step > 0 else STEP_BACK
         self.anomalies[kind] += 1
+        self.last_step = (now.since_boot, step)
         self.last = Look(now.boot, now.since_boot, now.wall, now.since_boot)
         direction = "forward" if step > 0 else "back"
         self.last_anomaly = (f"the wall clock stepped {direction} by {describe(step)}"

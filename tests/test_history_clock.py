@@ -185,6 +185,26 @@ def test_a_reading_taken_before_the_step_moves_with_it(tmp_path):
         assert [s.ts for s in h.samples("S1")] == pytest.approx([T0 + YEAR, T0 + YEAR + 600])
 
 
+def test_a_reading_taken_before_a_step_another_thread_found_moves_too(tmp_path):
+    """Two sources record from their own threads: smartctl read its drive before the clock
+    came back, shannon's sample found the step first."""
+    fake = FakeClocks()
+    with open_history(tmp_path / "h.sqlite", fake) as h:
+        fake.step(YEAR)
+        h.record("S1", fake.wall, reading(1))
+        h.record("S2", fake.wall, reading(1))
+        fake.advance(600)
+        taken = fake.wall  # smartctl's reading of S1, on the clock a year ahead
+        fake.step(-YEAR)
+        h.record("S2", fake.wall, reading(2))  # shannon's: finds the step, moves the stored ones
+        h.record("S1", taken, reading(2))  # smartctl's, late: moved too, not left a year ahead
+        assert [s.ts for s in h.samples("S1")] == pytest.approx([T0, T0 + 600])
+        assert h.clock_anomalies()["step_back"] == 1
+        fake.advance(3 * 3600)
+        h.record("S3", T0 - 5 * YEAR, reading(3))  # long after the step: a time is taken as given
+        assert [s.ts for s in h.samples("S3")] == pytest.approx([T0 - 5 * YEAR])
+
+
 def test_a_step_while_the_agent_was_stopped_is_found_at_the_next_start(tmp_path, caplog):
     path = tmp_path / "history.sqlite"
     fake = FakeClocks()
