@@ -556,6 +556,7 @@ def _missing_columns(conn: sqlite3.Connection) -> List[Tuple[str, str]]:
 
 
 def _missing_tables(conn: sqlite3.Connection) -> bool:
+    """Whether the file lacks a table of schema version 3. Raises sqlite3.Error."""
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return not {"clock", "samples_displaced"} <= names
 

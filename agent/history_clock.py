@@ -255,8 +255,8 @@ def retime_boot(conn: sqlite3.Connection, boot: int, step: float, columns: str) 
     and a sample may land to the microsecond on one of another boot. Then the rows go through
     negative times (no real sample has one) and back, and a sample that still lands on another
     boot's goes to ``samples_displaced`` rather than being lost. The single UPDATE rewrites
-    both indexes of every row: about 5 s for 480,000 rows on a loaded 2-core VM
-    (bench/history_sync_cost.py), once per step.
+    both indexes of every row: 7 to 14 s for 480,000 rows (24 drives at the row cap) on the
+    project's loaded 2-core VM (bench/history_sync_cost.py), once per step.
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
