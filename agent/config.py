@@ -152,6 +152,9 @@ class _ConfigBase(_Strict):
     history_retention_days: float = Field(400.0, gt=0)
     # At most one history sample per drive this often (the projection needs days, not seconds).
     history_min_interval_seconds: float = Field(600.0, ge=1, le=86400)
+    # Retention deletes only after the wall clock has agreed with the boot clock this long
+    # (after a step, and after boot): a clock a year ahead must not delete a year of rows.
+    history_clock_settle_seconds: float = Field(86400.0, ge=0, le=30 * 86400)
     # smartmontools' drive database: "auto" picks the newest of the host's copies
     # (update-smart-drivedb's, the package's) and the one ssdfleet ships; or a path.
     smartctl_drivedb: str = "auto"

@@ -5,9 +5,27 @@ life left over weeks. Prometheus has those too, but the agent must work on a hos
 metrics nobody scrapes, and it must survive restarts. One small table in WAL mode gives
 that with the standard library only.
 
-Durability: WAL with ``synchronous=NORMAL``. Every ``record()`` is its own committed
-transaction, so a ``kill -9`` of the agent loses nothing that ``record()`` returned from;
-only a power cut can lose the last few commits, which is fine for a 10-minute sample.
+Durability: WAL with ``synchronous=FULL``. Every ``record()`` that stores a sample is its own
+committed transaction, and COMMIT returns only after the ``-wal`` is fdatasync'ed: a
+``kill -9``, a power cut or a file system that goes read-only after an error loses nothing
+counted in ``written_total`` (``ssd_history_samples_written_total``). A new file's directory
+entry is synced too. ``NORMAL``, used before, synced only at checkpoints: a power cut could
+take every sample of the last minutes although each had been reported written. One flush
+costs 4 to 8 ms more that way on this project's test VM (bench/history_sync_cost.py), a
+few seconds a day for a host's drives at the default interval.
+
+Time (agent/history_clock.py): sample order and spacing follow the kernel's boot clock, not
+the wall clock. A wall-clock step moves the samples of the current boot with it, samples an
+earlier boot left in the future are moved to ``samples_displaced``, and retention deletes
+nothing until the clock has been steady for ``clock_settle_seconds``. Each step is logged
+and counted (``clock_anomalies()``).
+
+The file under us (agent/history_file.py): before every write the file at ``path`` (and its
+``-wal``) must still be the one opened. One deleted or replaced while the agent runs is
+counted in ``file_lost_total``, logged, and started again: everything the open file holds
+is read through the open connection and written into a new file at the path (merged into a
+valid file put there), with the samples pending. Replace the file only with the agent
+stopped: until the next write notices, whoever opens the path replays our ``-wal`` onto it.
 
 Failure policy (a database host must never lose its agent over a state file):
 
@@ -48,9 +66,11 @@ SCSI and Shannon alike. ``media_errors`` (NVMe media errors, SCSI uncorrected er
 stored beside it.
 
 Schema versions (``PRAGMA user_version``): 1 had no ``bad_blocks`` or ``media_errors``;
-2 adds them. A version 1 file is upgraded in place at open with ``ALTER TABLE ... ADD
-COLUMN``, which keeps every row (its old rows read ``None`` there: not recorded then). A file
-that cannot be written is read as it is and upgraded by the first write that succeeds.
+2 adds them; 3 adds ``boot`` (the boot that recorded the sample: NULL in older rows, which
+are never re-timed) and the tables ``clock`` and ``samples_displaced``. An older file is
+upgraded in place at open with ``ALTER TABLE ... ADD COLUMN``, which keeps every row (its
+old rows read ``None`` there: not recorded then). A file that cannot be written is read as
+it is (NULL for the columns it lacks) and upgraded by the first write that succeeds.
 
 Thread safety: the poller thread writes and the HTTP thread reads; one lock serialises all
 use of the single connection (opened with ``check_same_thread=False``).
@@ -66,14 +86,17 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from agent import history_clock
+from agent.history_clock import Clocks, ClockWatch, describe, system_clocks
+from agent.history_file import FileWatch, sync_directory
 from collectors.model import DriveReading
 
 log = logging.getLogger("ssdfleet.history")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DAY = 86400.0
 
 _SCHEMA = (
@@ -87,6 +110,7 @@ _SCHEMA = (
         power_on_seconds INTEGER,
         bad_blocks INTEGER,
         media_errors INTEGER,
+        boot INTEGER,
         PRIMARY KEY (serial, ts)
     )""",
     # retention deletes by time across all drives, including drives that have vanished
@@ -102,11 +126,31 @@ _V1_COLUMNS = (
     "serial, ts, life_left_ratio, host_written_bytes, nand_written_bytes, "
     "bad_block_ratio, power_on_seconds"
 )
-# Columns added after version 1, in order; each ALTER TABLE ADD COLUMN appends one.
-_ADDED_IN_V2 = (("bad_blocks", "INTEGER"), ("media_errors", "INTEGER"))
-_COLUMNS = _V1_COLUMNS + "".join(f", {name}" for name, _ in _ADDED_IN_V2)
-# What reads select from a version 1 file not yet upgraded: the same shape, NULL for the rest.
-_V1_SELECT = _V1_COLUMNS + "".join(f", NULL AS {name}" for name, _ in _ADDED_IN_V2)
+# Columns added after version 1, in order; each ALTER TABLE ADD COLUMN appends one. ``boot``
+# (version 3) names the boot that recorded the sample (agent.history_clock.boot_key): the
+# samples a wall-clock step re-times.
+_ADDED = (("bad_blocks", "INTEGER"), ("media_errors", "INTEGER"), ("boot", "INTEGER"))
+# What a Sample holds, and what is stored (the same and the boot).
+_COLUMNS = _V1_COLUMNS + ", bad_blocks, media_errors"
+_STORED = _COLUMNS + ", boot"
+_STORED_NAMES = tuple(name.strip() for name in _STORED.split(","))
+# Tables of version 3, created by the upgrade (opening a file must not write to it):
+# the last look at the clocks (agent.history_clock.Look), and samples taken out of the time
+# line because an earlier boot wrote them in the future (kept, never deleted, never read).
+_V3_TABLES = (
+    "CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), boot INTEGER, "
+    "since_boot REAL, wall REAL, steady_since REAL)",
+    "CREATE TABLE IF NOT EXISTS samples_displaced (serial TEXT NOT NULL, ts REAL NOT NULL, "
+    "life_left_ratio REAL, host_written_bytes INTEGER, nand_written_bytes INTEGER, bad_block_ratio REAL, "
+    "power_on_seconds INTEGER, bad_blocks INTEGER, media_errors INTEGER, boot INTEGER, displaced_at REAL)",
+)
+
+
+def _select_list(have: Set[str], names: Sequence[str] = _STORED_NAMES) -> str:
+    """The columns to select from a file whose samples table has the columns ``have``: an
+    older file not yet upgraded reads NULL for the columns it lacks (not recorded then)."""
+    return ", ".join(name if name in have else f"NULL AS {name}" for name in names)
+
 
 # Defect types (DriveReading.defects keys) counted as grown bad blocks, one per drive kind:
 # ATA "reallocated" (attribute 5: Reallocated_Sector_Ct, Reallocate_NAND_Blk_Cnt,
@@ -133,7 +177,7 @@ _SQLITE_AUTH = 23
 _SQLITE_NOTADB = 26
 
 
-_INSERT = f"INSERT OR REPLACE INTO samples ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = f"INSERT OR REPLACE INTO samples ({_STORED}) VALUES ({', '.join('?' * len(_STORED_NAMES))})"
 
 # What SQLite (or the row's own conversion) raises for a value it cannot store: the row's
 # fault, not the storage's. Anything else from a write is a storage error (kept pending).
@@ -188,8 +232,9 @@ class Sample:
     bad_blocks: Optional[int] = None  # grown bad blocks, see BAD_BLOCK_DEFECTS
     media_errors: Optional[int] = None
 
-    def as_row(self) -> tuple:
-        """The row as SQLite binds it: every value through :func:`_to_db`."""
+    def as_row(self, boot: Optional[int] = None) -> tuple:
+        """The row as SQLite binds it (every value through :func:`_to_db`), with the key of
+        the boot that recorded it."""
         return (
             str(self.serial),
             float(self.ts),
@@ -200,6 +245,7 @@ class Sample:
             _to_db(self.power_on_seconds),
             _to_db(self.bad_blocks),
             _to_db(self.media_errors),
+            boot,
         )
 
     @classmethod
@@ -400,36 +446,52 @@ def _read_only_connection(path: str, busy_timeout: float, tolerant: bool = False
     return None
 
 
-def _salvage(path: str) -> Tuple[List[tuple], List[tuple]]:
+@dataclass
+class _Contents:
+    """Everything a history file holds, as stored: sample rows (in :data:`_STORED` order),
+    flag times and displaced samples. What moves into a new file when the old one is damaged,
+    deleted or could not be written."""
+
+    rows: List[tuple]
+    flags: List[tuple]
+    displaced: List[tuple]
+
+
+def _salvage(path: str) -> _Contents:
     """Every sample row (and flag time) that can still be read from a damaged file. The table
     is scanned without its indexes (a damaged index loses nothing), and a scan that hits a
     damaged table page keeps the rows before it."""
     conn = _read_only_connection(path, 0.1, tolerant=True)
     if conn is None:
-        return [], []
+        return _Contents([], [], [])
     try:
-        return _rows_of(conn, tolerate_damage=True)
+        return _contents_of(conn, tolerate_damage=True)
     finally:
         with contextlib.suppress(sqlite3.Error):
             conn.close()
 
 
-def _rows_of(conn: sqlite3.Connection, tolerate_damage: bool = False) -> Tuple[List[tuple], List[tuple]]:
-    """All sample rows (in the current column order) and flag rows of ``conn``."""
+def _contents_of(conn: sqlite3.Connection, tolerate_damage: bool = False) -> _Contents:
+    """All sample rows, flag rows and displaced rows of ``conn``."""
     rows: List[tuple] = []
-    flags: List[tuple] = []
-    columns = _COLUMNS if _has_current_columns(conn) else _V1_SELECT
+    columns = _select_list(_columns_of(conn, tolerate_damage))
     try:
         rows.extend(tuple(r) for r in conn.execute(f"SELECT {columns} FROM samples NOT INDEXED"))
     except sqlite3.Error:
         if not tolerate_damage:
             raise
         rows = _rows_around_damage(conn, columns)
+    flags: List[tuple] = []
+    displaced: List[tuple] = []
     try:
         flags.extend(tuple(r) for r in conn.execute("SELECT serial, key, since FROM flags NOT INDEXED"))
     except sqlite3.Error:
         pass  # no flags table (an older file), or damaged: flags are rebuilt as they are raised
-    return rows, flags
+    try:
+        displaced.extend(tuple(r) for r in conn.execute(f"SELECT {_STORED}, displaced_at FROM samples_displaced"))
+    except sqlite3.Error:
+        pass  # none yet (an older file), or damaged
+    return _Contents(rows, flags, displaced)
 
 
 def _rows_around_damage(conn: sqlite3.Connection, columns: str, chunk: int = 256) -> List[tuple]:
@@ -454,44 +516,63 @@ def _rows_around_damage(conn: sqlite3.Connection, columns: str, chunk: int = 256
     return rows
 
 
-def _copy_rows(conn: sqlite3.Connection, rows: Sequence[tuple], flags: Sequence[tuple]) -> int:
-    """Insert rows read from another file (values as stored there) unless the key is taken.
-    Returns how many were new. Raises sqlite3.Error for a storage failure."""
+def _copy_rows(conn: sqlite3.Connection, contents: _Contents) -> int:
+    """Insert what another file held (values as stored there) unless the key is taken.
+    Returns how many sample rows were new. Raises sqlite3.Error for a storage failure; the
+    file must be at the current schema."""
     copied = 0
+    insert = _INSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
     with _immediate(conn):
-        for row in rows:
+        for row in contents.rows:
             try:
-                cursor = conn.execute(_INSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE"), row)
+                cursor = conn.execute(insert, row)
                 copied += cursor.rowcount if cursor.rowcount > 0 else 0
             except _ROW_ERRORS:
                 continue  # a row whose values were damaged too
-        if flags:
+        if contents.flags:
             conn.execute(_FLAGS_TABLE)
-            for flag in flags:
+            for flag in contents.flags:
                 with contextlib.suppress(*_ROW_ERRORS):
                     conn.execute("INSERT OR IGNORE INTO flags (serial, key, since) VALUES (?, ?, ?)", flag)
+        for row in contents.displaced:
+            with contextlib.suppress(*_ROW_ERRORS):
+                conn.execute(f"INSERT INTO samples_displaced ({_STORED}, displaced_at) "
+                             f"VALUES ({', '.join('?' * (len(_STORED_NAMES) + 1))})", row)
     return copied
+
+
+def _columns_of(conn: sqlite3.Connection, tolerate_damage: bool = False) -> Set[str]:
+    """The columns of the file's samples table. Raises sqlite3.Error unless told to tolerate
+    damage (then: the version 1 columns, the rest read as NULL)."""
+    try:
+        return {row[1] for row in conn.execute("PRAGMA table_info(samples)")}
+    except sqlite3.Error:
+        if not tolerate_damage:
+            raise
+        return set(_STORED_NAMES[:7])
 
 
 def _missing_columns(conn: sqlite3.Connection) -> List[Tuple[str, str]]:
     """Columns of the current schema that the file's samples table lacks (an older file).
     Raises sqlite3.Error."""
-    have = {row[1] for row in conn.execute("PRAGMA table_info(samples)")}
-    return [(name, kind) for name, kind in _ADDED_IN_V2 if name not in have]
+    have = _columns_of(conn)
+    return [(name, kind) for name, kind in _ADDED if name not in have]
 
 
-def _has_current_columns(conn: sqlite3.Connection) -> bool:
-    try:
-        return not _missing_columns(conn)
-    except sqlite3.Error:
-        return False  # read as version 1: NULL for the newer columns
+def _missing_tables(conn: sqlite3.Connection) -> bool:
+    """Whether the file lacks a table of schema version 3. Raises sqlite3.Error."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return not {"clock", "samples_displaced"} <= names
 
 
 class History:
     """Per-drive samples over time, persisted in SQLite, with write rates and life slope.
 
-    ``path=None`` keeps history in memory only (tests, ``--no-state``). ``clock`` gives "now"
-    for retention; sample timestamps come from the caller.
+    ``path=None`` keeps history in memory only (tests, ``--no-state``). Sample timestamps come
+    from the caller; "now" (retention, the clock check) from ``clocks`` (agent.history_clock:
+    the wall clock, a boot clock that never steps, the boot's key). By default the host's;
+    a test that passes only a wall ``clock`` of its own has no clock check (no boot clock to
+    compare it with): its samples are never re-timed and retention never waits.
     """
 
     def __init__(
@@ -504,6 +585,9 @@ class History:
         min_span_seconds: float = 3600.0,
         busy_timeout_seconds: float = 2.0,
         reopen_interval_seconds: float = 60.0,
+        clocks: Optional[Clocks] = None,
+        clock_tolerance_seconds: float = 60.0,
+        clock_settle_seconds: float = DAY,
     ) -> None:
         self.path = path
         self.retention_seconds = float(retention_days) * DAY
@@ -511,15 +595,21 @@ class History:
         self.min_interval_seconds = float(min_interval_seconds)
         self.min_span_seconds = float(min_span_seconds)
         self._busy_timeout = float(busy_timeout_seconds)
-        self._clock = clock
+        if clocks is None and clock is time.time:
+            clocks = system_clocks()
+        self._clock = clocks.wall if clocks is not None else clock
+        self._boot = clocks.boot if clocks is not None else None
+        self._watch = ClockWatch(clocks, clock_tolerance_seconds, clock_settle_seconds) if clocks else None
         self._lock = threading.RLock()
         # samples not yet committed to the database (write failed); reads include them
         self._pending: List[Sample] = []
         self._last_ts: Dict[str, float] = {}
         self._logged_errors: Set[str] = set()
         self._closed = False
-        # False while the file is an old schema that could not be upgraded yet (read-only)
+        # False while the file is an old schema that could not be upgraded yet (read-only);
+        # _have: the columns its samples table has (reads select NULL for the others)
         self._schema_current = True
+        self._have: Set[str] = set(_STORED_NAMES)
 
         # exported status
         self.healthy = True
@@ -534,6 +624,10 @@ class History:
         self.lost_file = False
         self.recovered_rows = 0  # rows salvaged from damaged files into new ones
         self.recorded_total = 0  # samples accepted by record() (on disk, pending or dropped)
+        self.written_total = 0  # of those, committed to the file (synced: synchronous=FULL)
+        # the file was deleted or replaced under the running agent, by how (history_file)
+        self.file_lost_total: Dict[str, int] = {}
+        self._file: Optional[FileWatch] = None
         # The file could not be opened for writing (permissions, full disk, locked, I/O): try
         # again at a flush at most every reopen_interval_seconds; rows kept meanwhile (memory,
         # or read from the file read-only) move into it when it opens.
@@ -556,6 +650,9 @@ class History:
             self._configure(conn, check=False)
             self._schema_current = True
         self._conn = conn
+        if path is not None and not self.in_memory:
+            self._file = FileWatch(path)
+        self._start_clock()
 
     # ------------------------------------------------------------------ opening
 
@@ -578,11 +675,17 @@ class History:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
             if not mode or str(mode[0]).lower() != "wal":
                 raise sqlite3.OperationalError(f"cannot switch to WAL mode (got {mode})")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            # FULL: in WAL mode every COMMIT syncs the -wal before it returns, so a sample
+            # counted written survives a power cut or a file system that goes read-only after
+            # an error (NORMAL syncs only at checkpoints: up to ~1,000 pages of commits could
+            # vanish). Its cost, one fdatasync per sample, is measured in bench/history_sync_cost.py.
+            conn.execute("PRAGMA synchronous=FULL")
         for statement in _SCHEMA:
             conn.execute(statement)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == 0:
+            for statement in _V3_TABLES:
+                conn.execute(statement)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def _open_file(self, path: str) -> Optional[sqlite3.Connection]:
@@ -625,6 +728,7 @@ class History:
             self._note_error(damage, log_it=False)
             return self._replace_damaged(path, damage)
         conn = None
+        created = not os.path.exists(path)
         try:
             conn = self._connect(path)
             self._configure(conn)
@@ -663,13 +767,15 @@ class History:
                 path,
                 exc,
             )
-            self._schema_current = _has_current_columns(conn)
+            self._note_schema(conn)
             return conn
+        if created:
+            sync_directory(path)  # the new file's name must survive a power cut too
         try:
             self._upgrade(conn)
         except (sqlite3.Error, OSError) as exc:
             # e.g. a full disk: the rows are fine, only the new columns could not be added
-            self._schema_current = False
+            self._note_schema(conn)
             self._note_error(exc, log_it=False)
             self.healthy = False
             log.error(
@@ -681,14 +787,27 @@ class History:
             )
         return conn
 
+    def _note_schema(self, conn: sqlite3.Connection) -> None:
+        """What the file's samples table has (reads select NULL for the rest), and whether the
+        file is at the current schema (else the first write that can upgrades it)."""
+        try:
+            self._have = _columns_of(conn)
+            self._schema_current = not _missing_columns(conn) and not _missing_tables(conn)
+        except sqlite3.Error:
+            self._have = set(_STORED_NAMES[:7])
+            self._schema_current = False
+
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         """Bring the file to SCHEMA_VERSION in one transaction. Raises sqlite3.Error."""
         missing = _missing_columns(conn)
+        tables = _missing_tables(conn)
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if missing or version < SCHEMA_VERSION:
+        if missing or tables or version < SCHEMA_VERSION:
             with _immediate(conn):
                 for name, kind in missing:
                     conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
+                for statement in _V3_TABLES:
+                    conn.execute(statement)
                 if version < SCHEMA_VERSION:
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             log.info(
@@ -699,6 +818,7 @@ class History:
                 ", ".join(name for name, _ in missing) or "nothing",
             )
         self._schema_current = True
+        self._have = set(_STORED_NAMES)
 
     def _open_for_reading(self, path: str, exc: BaseException) -> Optional[sqlite3.Connection]:
         """The file cannot be opened for writing now (locked, full disk, permissions, I/O):
@@ -713,7 +833,7 @@ class History:
             log.error("history: %s %s (%s) and cannot be read either; keeping history in memory and "
                       "opening it again once it can be", path, why, exc)
             return None
-        self._schema_current = _has_current_columns(conn)
+        self._note_schema(conn)
         log.error("history: %s %s (%s); reading its history, keeping new samples in memory and "
                   "writing them once the file can be opened again", path, why, exc)
         return conn
@@ -725,12 +845,14 @@ class History:
         moved = self._move_aside(path, exc)
         if moved is None:
             return None
-        rows, flags = _salvage(moved)
+        contents = _salvage(moved)
         conn = None
         try:
             conn = self._connect(path)
             self._configure(conn)
-            copied = _copy_rows(conn, rows, flags)
+            sync_directory(path)  # the rename and the new file
+            self._upgrade(conn)
+            copied = _copy_rows(conn, contents)
         except (sqlite3.Error, OSError) as new_exc:
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
@@ -740,7 +862,6 @@ class History:
             self._reopen = True
             return None
         self.recovered_rows += copied
-        self._schema_current = True
         log.error("history: %s is damaged (%s); moved it to %s, recovered %d of its rows into a new "
                   "file and recording there", path, exc, moved, copied)
         return conn
@@ -792,8 +913,7 @@ class History:
             return
         old = self._conn
         try:
-            rows, flags = _rows_of(old)
-            copied = _copy_rows(conn, rows, flags)
+            copied = _copy_rows(conn, _contents_of(old))
         except (sqlite3.Error, OSError) as exc:
             self._note_error(exc)
             self._reopen = True
@@ -804,9 +924,159 @@ class History:
             old.close()
         self._conn = conn
         self.in_memory = False
-        self._schema_current = True
+        self._file = FileWatch(self.path)
         log.warning("history: %s is open for writing again; %d rows kept meanwhile are in it",
                     self.path, copied)
+        self._displace_future()
+
+    # ------------------------------------------------------------------ the file under us
+
+    def _check_file(self) -> None:
+        """Before a write: is the file at ``path`` still the one open? A file deleted or
+        replaced under the agent would take every later sample with it (see history_file).
+        Caller holds the lock."""
+        if self._file is None or self._reopen:
+            return
+        how = self._file.lost()
+        if how is None:
+            return
+        self.file_lost_total[how] = self.file_lost_total.get(how, 0) + 1
+        self.errors_total += 1
+        self.last_error = f"{self.path}: {how.replace('_', ' ')} while the agent ran"
+        self._recover_file(how)
+
+    def _recover_file(self, how: str) -> None:
+        """Start over at ``path`` with everything the open (unlinked or replaced) file holds:
+        read it all through the open connection, close that, remove our ``-wal`` left at the
+        path (a new connection would replay it onto the new file: FileWatch.remove_stale_wal),
+        then open the path as at start and copy everything in. Caller holds the lock."""
+        old, watch, self._file = self._conn, self._file, None
+        try:
+            contents = _contents_of(old)
+        except sqlite3.Error as exc:  # the open file cannot be read: keep what is pending
+            self._note_error(exc)
+            contents = _Contents([], [], [])
+        with contextlib.suppress(sqlite3.Error):
+            old.close()
+        if watch is not None:
+            watch.remove_stale_wal()
+        what = {"deleted": "deleted", "replaced": "replaced by another file",
+                "wal_deleted": "left without its -wal file (deleted)"}.get(how, how)
+        conn = self._open_file(self.path)
+        if conn is not None and not self._reopen:
+            try:
+                copied = _copy_rows(conn, contents)
+            except (sqlite3.Error, OSError) as exc:
+                self._note_error(exc)
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+                conn = None
+        if conn is None or self._reopen:
+            # Nothing writable at the path now: everything moves into memory and into the
+            # file at a later write (_try_reopen), as when the file could not be opened.
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            memory = self._connect(":memory:")
+            self._configure(memory, check=False)
+            _copy_rows(memory, contents)
+            self._conn, self.in_memory, self._reopen = memory, True, True
+            self._schema_current, self._have = True, set(_STORED_NAMES)
+            self.healthy = False
+            log.error("history: %s was %s while the agent ran, and no new file can be started there "
+                      "now; keeping its %d rows and new samples in memory and writing them once it can",
+                      self.path, what, len(contents.rows))
+            return
+        self._conn = conn
+        self._file = FileWatch(self.path)
+        log.error("history: %s was %s while the agent ran; started a new file there and wrote back the "
+                  "%d rows the open one held (%d new to it) and %d pending samples",
+                  self.path, what, len(contents.rows), copied, len(self._pending))
+
+    # ------------------------------------------------------------------ the clock under us
+
+    def _start_clock(self) -> None:
+        """At open: a step of the wall clock since the last write of this boot re-times this
+        boot's samples; samples of earlier boots in the future are moved aside."""
+        if self._watch is None:
+            return
+        step = self._watch.resume(history_clock.saved_look(self._conn))
+        if step is not None:
+            self._stepped(step)
+        self._displace_future()
+        if not self._watch.retention_allowed():
+            log.info("history: retention deletes nothing until the wall clock has agreed with the boot "
+                     "clock for %s (steady for %s so far)", describe(self._watch.settle_seconds),
+                     describe(self._watch.steady_for()))
+
+    def _check_clock(self, ts: float) -> float:
+        """Look at the clocks before a sample is stored; on a step, re-time this boot's samples.
+        Returns the sample's time, moved with the latest step when it was read before it
+        (ClockWatch.restamp: another source's thread may have found the step first)."""
+        assert self._watch is not None
+        step = self._watch.observe()
+        if step is not None:
+            self._stepped(step)
+        return self._watch.restamp(ts)
+
+    def _stepped(self, step: float) -> None:
+        """The wall clock stepped by ``step``: move this boot's samples (kept in memory and on
+        disk) with it, so each stays where the boot clock says it was taken. Logged once."""
+        self._pending = [replace(s, ts=s.ts + step) for s in self._pending]
+        self._last_ts = {serial: ts + step for serial, ts in self._last_ts.items()}
+        moved = 0
+        if self._boot is not None and self._schema_current:
+            try:
+                moved = history_clock.retime_boot(self._conn, self._boot, step, _STORED)
+            except sqlite3.Error as exc:
+                self._note_error(exc)
+        assert self._watch is not None
+        log.error("history: %s; moved the %d samples this boot recorded (and %d pending) by the same "
+                  "amount; retention deletes nothing until the clock has been steady for %s",
+                  self._watch.last_anomaly, moved, len(self._pending), describe(self._watch.settle_seconds))
+
+    def _displace_future(self) -> None:
+        """Samples of other boots later than now (that boot's clock was ahead) would stop
+        recording until real time passed them: move them to ``samples_displaced``."""
+        if self._watch is None or self._boot is None or not self._schema_current or self._reopen:
+            return
+        limit = self._clock() + self._watch.tolerance_seconds
+        try:
+            count, newest = history_clock.displace_future(self._conn, self._boot, limit, _STORED)
+        except sqlite3.Error as exc:
+            self._note_error(exc)
+            return
+        if count:
+            self._last_ts.clear()
+            self._watch.future_samples(count, newest)
+            log.error("history: %s; moved them to the table samples_displaced of %s (kept there, not used "
+                      "for rates); recording goes on; retention deletes nothing until the clock has been "
+                      "steady for %s", self._watch.last_anomaly, self.path or ":memory:",
+                      describe(self._watch.settle_seconds))
+
+    # The status readers below take no lock: the poller's merge calls them, and must not wait
+    # for a write in progress (re-timing a boot's samples takes seconds). Each reads fields
+    # that are replaced whole, or copies a dict in one C call.
+
+    def retention_held(self) -> bool:
+        """Retention waits for the wall clock to hold steady (after a step, or a new boot)."""
+        return self._watch is not None and not self._watch.retention_allowed()
+
+    def clock_anomalies(self) -> Dict[str, int]:
+        """Clock anomalies seen since start, by kind (agent.history_clock.ANOMALY_KINDS)."""
+        return dict(self._watch.anomalies) if self._watch is not None else {}
+
+    def clock_problem(self) -> Optional[str]:
+        """The newest clock anomaly while retention still waits after it, else None."""
+        watch = self._watch
+        if watch is None or not watch.anomaly_pending():
+            return None
+        left = watch.settle_seconds - watch.steady_for()
+        return f"{watch.last_anomaly}; retention waits {describe(left)} more for a steady clock"
+
+    def file_losses(self) -> Dict[str, int]:
+        """Times the file was found deleted or replaced under the agent, by how."""
+        return dict(self.file_lost_total)
 
     # ------------------------------------------------------------------ writing
 
@@ -825,16 +1095,23 @@ class History:
 
     def record(self, serial: str, ts: float, reading: DriveReading) -> None:
         """Store one reading unless the drive already has a sample less than
-        ``min_interval_seconds`` old (or newer: a clock that went back). Never raises: a
-        storage error keeps the sample in memory, a value SQLite refuses costs only its row
-        (see the module's failure policy)."""
+        ``min_interval_seconds`` old (or newer). A step of the wall clock is found here first
+        and moves this boot's samples with it (agent.history_clock), so after a step either
+        way the next sample comes one interval after the last, as the boot clock measures.
+        Never raises: a storage error keeps the sample in memory, a value SQLite refuses costs
+        only its row (see the module's failure policy)."""
         with self._lock:
             if self._closed:
                 return
             try:
+                ts = float(ts)
+                if self._watch is not None:
+                    ts = self._check_clock(ts)
                 last = self._last_ts.get(serial)
                 if last is None:
                     last = self._newest_ts(serial)
+                if last is not None and self._watch is not None and last > self._clock() + self._watch.tolerance_seconds:
+                    last = None  # a sample in the future never holds up recording
                 if last is not None and ts - last < self.min_interval_seconds:
                     return
                 self._pending.append(
@@ -861,8 +1138,11 @@ class History:
         if not self._pending:
             return
         serials = sorted({s.serial for s in self._pending})
-        cutoff = self._clock() - self.retention_seconds
+        # Retention waits while the wall clock is not to be trusted (agent.history_clock).
+        retention = self._watch is None or self._watch.retention_allowed()
+        cutoff = self._clock() - self.retention_seconds if retention else -math.inf
         self._try_reopen()
+        self._check_file()
         conn = self._conn
         refused: List[Tuple[Sample, BaseException]] = []
         try:
@@ -873,10 +1153,11 @@ class History:
                 # statement changes anything, so it costs that row only.
                 for sample in self._pending:
                     try:
-                        conn.execute(_INSERT, sample.as_row())
+                        conn.execute(_INSERT, sample.as_row(self._boot))
                     except _ROW_ERRORS as exc:
                         refused.append((sample, exc))
-                conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
+                if retention:
+                    conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
                 for serial in serials:
                     # keep the newest max_rows_per_drive rows; a NULL bound deletes nothing
                     conn.execute(
@@ -885,6 +1166,8 @@ class History:
                         "ORDER BY ts DESC LIMIT 1 OFFSET ?)",
                         (serial, serial, self.max_rows_per_drive - 1),
                     )
+                if self._watch is not None:
+                    history_clock.save_look(conn, self._watch.last)
         except (sqlite3.Error, OSError) as exc:
             self._note_error(exc)
             if not self.in_memory:
@@ -893,6 +1176,11 @@ class History:
             self._drop(refused)
             self._bound_pending(cutoff)
             return
+        # COMMIT has returned: with synchronous=FULL the -wal is synced, so these are written.
+        if not self.in_memory:
+            self.written_total += len(self._pending) - len(refused)
+        if self._file is not None:
+            self._file.note_written()
         self._pending.clear()
         self._drop(refused)
         # Healthy: the storage works. A dropped row is not a storage fault; the poller fails
@@ -961,7 +1249,7 @@ class History:
             found: Dict[float, Sample] = {}
             if not self._closed:
                 try:
-                    columns = _COLUMNS if self._schema_current else _V1_SELECT
+                    columns = _select_list(self._have, _STORED_NAMES[:-1])
                     query = f"SELECT {columns} FROM samples WHERE serial = ?"
                     args: tuple = (serial,)
                     if since is not None:
@@ -1039,9 +1327,8 @@ class History:
 
     @property
     def pending_count(self) -> int:
-        """Samples held in memory because the last write failed."""
-        with self._lock:
-            return len(self._pending)
+        """Samples held in memory because the last write failed (no lock: see retention_held)."""
+        return len(self._pending)
 
     # ------------------------------------------------------------------ closing
 

@@ -296,6 +296,20 @@ def drive_families(drives: Iterable[Drive]) -> List:
 # ssd_history_samples_dropped_total{reason}: every reason agent.history._drop_reason gives,
 # exported at 0 from the start so a rate() sees the first drop.
 HISTORY_DROP_REASONS = ("constraint", "invalid_value", "out_of_range", "unsupported_type")
+# ssd_history_clock_anomalies_total{kind} (agent.history_clock) and
+# ssd_history_file_lost_total{reason} (agent.history_file), exported at 0 from the start too.
+HISTORY_CLOCK_KINDS = ("step_forward", "step_back", "future_samples")
+HISTORY_LOST_REASONS = ("deleted", "replaced", "wal_deleted")
+
+
+def _labelled_counter(name: str, help_text: str, label: str, known, counts) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, help_text, labels=[label])
+    counts = dict(counts)
+    for key in known:
+        family.add_metric([key], float(counts.pop(key, 0)))
+    for key, count in sorted(counts.items()):
+        family.add_metric([key], float(count))
+    return family
 
 
 def agent_families(snap: Snapshot) -> List:
@@ -341,6 +355,21 @@ def agent_families(snap: Snapshot) -> List:
         out.append(GaugeMetricFamily(
             "ssd_history_samples_pending", "History samples kept in memory because the last write failed.",
             value=float(snap.history_pending)))
+        out.append(CounterMetricFamily(
+            "ssd_history_samples_written", "History samples committed to the history file and synced to disk "
+            "since the agent started.", value=float(snap.history_written)))
+        out.append(_labelled_counter(
+            "ssd_history_clock_anomalies", "Wall-clock steps the history found against the boot clock (its "
+            "samples of this boot were moved with the step), and earlier boots' samples found in the future.",
+            "kind", HISTORY_CLOCK_KINDS, snap.history_clock_anomalies))
+        out.append(GaugeMetricFamily(
+            "ssd_history_retention_held", "1 while history retention deletes nothing, waiting for the wall "
+            "clock to agree with the boot clock for history_clock_settle_seconds.",
+            value=1.0 if snap.history_retention_held else 0.0))
+        out.append(_labelled_counter(
+            "ssd_history_file_lost", "Times the history file was found deleted or replaced under the running "
+            "agent; each time a new file was started and everything re-written into it.",
+            "reason", HISTORY_LOST_REASONS, snap.history_file_lost))
     return out
 
 

@@ -45,6 +45,7 @@ from agent.config import SOURCE_KEYS, Config
 from agent.endurance import rated_endurance
 from agent.history import History, default_state_dir
 from agent.text import printable
+from agent.history_file import StateLock
 from collectors import blockdev, registry
 from collectors.model import (
     KIND_ATA,
@@ -135,6 +136,7 @@ class Poller:
             prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
             if wanted
         )
+        self._state_lock: Optional[StateLock] = None
         self.history = history if history is not None else self._open_history()
 
         self._lock = threading.RLock()
@@ -159,6 +161,8 @@ class Poller:
         self._stop = threading.Event()
         self._threads: List[threading.Thread] = []
         self._history_dropped_seen = 0  # history rows dropped as of the last history run
+        self._history_faults_seen = 0  # clock anomalies and lost files as of the last history run
+        self._history_fault: Optional[Tuple[float, str]] = None  # (monotonic end, what) of the newest
         self._crashes_logged: Set[Tuple[str, str]] = set()  # (source, error) with a traceback logged
         # identity -> (when its sources read it, its projections, its rated endurance in host
         # bytes): computed once per new reading, not on every merge (diskstats merges every
@@ -213,9 +217,13 @@ class Poller:
     # ------------------------------------------------------------------ lifecycle
 
     def _open_history(self) -> History:
+        """The history, in the state directory unless history is off. The directory is locked
+        first (agent.history_file.StateLock): a second agent on it raises StateDirectoryInUse,
+        a start-up refusal."""
         config = self.config
         kwargs = dict(retention_days=config.history_retention_days,
-                      min_interval_seconds=config.history_min_interval_seconds)
+                      min_interval_seconds=config.history_min_interval_seconds,
+                      clock_settle_seconds=config.history_clock_settle_seconds)
         if not config.history:
             return History(None, **kwargs)
         state_dir = config.state_dir or default_state_dir()
@@ -227,6 +235,9 @@ class Poller:
             history.lost_file = True  # asked for a file and did not get one: ssd_history_healthy 0
             history.healthy = False
             return history
+        lock = StateLock(state_dir)
+        lock.acquire()
+        self._state_lock = lock
         return History(os.path.join(state_dir, "history.sqlite"), **kwargs)
 
     def snapshot(self) -> Snapshot:
@@ -312,6 +323,8 @@ class Poller:
             source.close()
         self._write_records(hold=False)  # samples asked for since the last merge
         self.history.close()
+        if self._state_lock is not None:
+            self._state_lock.release()
 
     def _loop(self, name: str, source: Optional[Source], control: _LoopControl) -> None:
         """Run one source (``source``; None for discovery) every interval until the poller
@@ -675,10 +688,24 @@ class Poller:
             dropped = sum(getattr(self.history, "dropped_total", {}).values())
             new_drops = dropped > self._history_dropped_seen
             self._history_dropped_seen = dropped
-            src.success = bool(getattr(self.history, "healthy", True)) and not new_drops
+            # A clock step or a lost file was handled when found, but it fails the history
+            # collector (ssd_history_healthy 0) for one history interval, long enough for a
+            # scrape to see; the problems list keeps a clock step while retention waits.
+            faults = sum(self.history.clock_anomalies().values()) + sum(self.history.file_losses().values())
+            if faults > self._history_faults_seen:
+                what = self.history.clock_problem() or self.history.last_error or "history file lost (see log)"
+                self._history_fault = (time.monotonic() + self.config.history_min_interval_seconds, what)
+            self._history_faults_seen = faults
+            fault = self._history_fault if self._history_fault and time.monotonic() < self._history_fault[0] else None
+            problem = self.history.clock_problem()
+            if problem:
+                self._problems["history clock"] = problem
+            else:
+                self._problems.pop("history clock", None)
+            src.success = bool(getattr(self.history, "healthy", True)) and not new_drops and fault is None
             src.errors_total = int(getattr(self.history, "errors_total", 0))
             src.error = None if src.success else (
-                getattr(self.history, "last_error", None) or "history not on disk (see log)")
+                fault[1] if fault else getattr(self.history, "last_error", None) or "history not on disk (see log)")
 
     # ------------------------------------------------------------------ snapshot
 
@@ -723,6 +750,10 @@ class Poller:
                 history_dropped=tuple(sorted(getattr(self.history, "dropped_total", {}).items())),
                 history_recorded=int(getattr(self.history, "recorded_total", 0)),
                 history_pending=int(getattr(self.history, "pending_count", 0)),
+                history_written=self.history.written_total,
+                history_clock_anomalies=tuple(sorted(self.history.clock_anomalies().items())),
+                history_retention_held=self.history.retention_held(),
+                history_file_lost=tuple(sorted(self.history.file_losses().items())),
                 syncwrite=host or (),
                 agent=self._agent_status() if self._started else None,
             )

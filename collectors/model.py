@@ -333,6 +333,12 @@ class Snapshot:
     history_dropped: Tuple[Tuple[str, int], ...] = ()
     history_recorded: int = 0  # samples the history accepted since start
     history_pending: int = 0  # of those, not yet on disk (a write failed)
+    history_written: int = 0  # of those, committed and synced to the history file
+    # wall-clock steps (and future samples) the history saw, by kind (agent.history_clock)
+    history_clock_anomalies: Tuple[Tuple[str, int], ...] = ()
+    history_retention_held: bool = False  # retention waits for a steady clock
+    # the history file deleted or replaced under the running agent, by how (agent.history_file)
+    history_file_lost: Tuple[Tuple[str, int], ...] = ()
     # the sync-write probe's latest result per directory (collectors.syncwrite.SyncWriteResult)
     syncwrite: tuple = ()
     agent: Optional[AgentStatus] = None  # None outside a running agent (tests, ``collect``)

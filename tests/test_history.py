@@ -180,9 +180,9 @@ def test_restart_on_a_version_1_file_keeps_its_rows_and_adds_the_columns(tmp_pat
     with caplog.at_level(logging.INFO, logger="ssdfleet.history"):
         h = History(str(path), clock=Clock(T0 + 2 * DAY))
     assert h.healthy and h.moved_aside is None
-    assert any("upgraded from schema version 1 to 2" in r.getMessage() for r in caplog.records)
+    assert any("upgraded from schema version 1 to 3" in r.getMessage() for r in caplog.records)
     columns, version = columns_and_version(path)
-    assert columns[-2:] == ["bad_blocks", "media_errors"] and version == SCHEMA_VERSION == 2
+    assert columns[-3:] == ["bad_blocks", "media_errors", "boot"] and version == SCHEMA_VERSION == 3
     # the old rows, unchanged; the new columns were not recorded then
     old = h.samples("S1")
     assert [(s.ts, s.life_left_ratio, s.host_written_bytes, s.power_on_seconds) for s in old] == [
@@ -204,11 +204,11 @@ def test_restart_on_a_version_1_file_keeps_its_rows_and_adds_the_columns(tmp_pat
     h.close()
 
 
-def test_a_new_file_is_created_at_version_2(tmp_path):
+def test_a_new_file_is_created_at_version_3(tmp_path):
     path = tmp_path / "history.sqlite"
     History(str(path), clock=Clock(T0)).close()
     columns, version = columns_and_version(path)
-    assert version == 2 and columns[-2:] == ["bad_blocks", "media_errors"]
+    assert version == 3 and columns[-3:] == ["bad_blocks", "media_errors", "boot"]
 
 
 def test_growing_reallocated_counts_show_their_trend(tmp_path):
@@ -609,6 +609,62 @@ def test_version_1_file_on_a_read_only_mount_is_read_as_it_is(tmp_path, caplog):
     assert columns_and_version(rw / "history.sqlite")[1] == 1  # untouched
 
 
+def make_v2_file(path) -> None:
+    """A history file as version 2 of the agent left it: bad_blocks and media_errors, no boot."""
+    make_v1_file(path)
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute("ALTER TABLE samples ADD COLUMN bad_blocks INTEGER")
+        conn.execute("ALTER TABLE samples ADD COLUMN media_errors INTEGER")
+        conn.execute("UPDATE samples SET bad_blocks = 4, media_errors = 1 WHERE serial = 'S1'")
+        conn.execute("PRAGMA user_version=2")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_a_version_2_file_gains_the_boot_column_and_clock_tables(tmp_path, caplog):
+    path = tmp_path / "history.sqlite"
+    make_v2_file(path)
+    with caplog.at_level(logging.INFO, logger="ssdfleet.history"):
+        h = History(str(path))  # the host's clocks: new samples carry this boot's key
+    assert any("upgraded from schema version 2 to 3 (added: boot)" in r.getMessage() for r in caplog.records)
+    h.record("S1", T0 + 2 * DAY, worn(reallocated=5))
+    h.close()
+    columns, version = columns_and_version(path)
+    assert columns[-1] == "boot" and version == 3
+    conn = sqlite3.connect(str(path))
+    try:
+        boots = conn.execute("SELECT boot FROM samples WHERE serial = 'S1' ORDER BY ts").fetchall()
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+    assert boots[:2] == [(None,), (None,)] and boots[2][0] is not None  # old rows: boot unknown
+    assert {"clock", "samples_displaced"} <= tables
+
+
+def test_version_2_file_on_a_read_only_mount_keeps_its_bad_blocks(tmp_path):
+    rw = tmp_path / "rw"
+    rw.mkdir()
+    make_v2_file(rw / "history.sqlite")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "--bind", str(rw), str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot bind-mount here")
+    keeper = sqlite3.connect(str(rw / "history.sqlite"))
+    keeper.execute("SELECT COUNT(*) FROM samples").fetchone()
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+        h = History(str(ro / "history.sqlite"), clock=Clock(T0 + 2 * DAY))
+        # read as it is: the columns it has, NULL only for the one it lacks
+        assert [(s.bad_blocks, s.media_errors) for s in h.samples("S1")] == [(4, 1), (4, 1)]
+        h.close()
+    finally:
+        keeper.close()
+        subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+    assert columns_and_version(rw / "history.sqlite")[1] == 2  # untouched
+
+
 def test_upgrade_on_a_full_disk_waits_for_the_first_write_that_succeeds(tmp_path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
@@ -642,7 +698,7 @@ def test_upgrade_on_a_full_disk_waits_for_the_first_write_that_succeeds(tmp_path
         keeper.close()
         keeper = None
         columns, version = columns_and_version(path)
-        assert version == 2 and "bad_blocks" in columns
+        assert version == 3 and "bad_blocks" in columns and "boot" in columns
         assert rows_on_disk(path) == 5
     finally:
         if keeper is not None:

@@ -22,7 +22,9 @@ GOLDEN = ROOT / "tests" / "golden" / "metrics_default_host.txt"
 _VOLATILE = re.compile(
     r"^(ssd_collector_duration_seconds|ssd_collector_last_run_timestamp_seconds|ssd_last_poll_timestamp_seconds"
     r"|ssd_data_age_seconds|ssd_snapshot_timestamp_seconds|ssd_exporter_build_info|ssd_process_\w+"
-    r"|ssd_flag_since_timestamp_seconds|ssd_\w*_age_seconds|ssd_\w*timestamp\w*|python_\w+|process_\w+)\b"
+    r"|ssd_flag_since_timestamp_seconds|ssd_\w*_age_seconds|ssd_\w*timestamp\w*|python_\w+|process_\w+"
+    # held while the machine has been up for less than history_clock_settle_seconds
+    r"|ssd_history_retention_held)\b"
 )
 
 
