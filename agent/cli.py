@@ -137,8 +137,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
     memory.limit_arenas()
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
-    config = _state_dir_chosen(config)  # after the refusals above, which must stay one line each
-    poller = Poller(config)
+    chosen = _fill_state_dir(config)
+    poller = Poller(chosen)  # takes the state directory's lock: a refusal stays one line
+    _say_state_dir(config, chosen)
+    config = chosen
     state = ViewState(poller.history)
 
     def page(snap, now):
@@ -194,23 +196,22 @@ def _fill_state_dir(config: Config) -> Config:
     return config.model_copy(update={"state_dir": default_state_dir()})
 
 
-def _state_dir_chosen(config: Config) -> Config:
-    """Fill in the default state directory and say at start where history goes and why, so a
-    trial run never writes somewhere unannounced (README.md, the first command)."""
-    if not config.history:
+def _say_state_dir(configured: Config, chosen: Config) -> None:
+    """Say at start where history goes and why, so a trial run never writes somewhere
+    unannounced (README.md, the first command)."""
+    if not chosen.history:
         log.info("history kept in memory only (--no-history)")
-        return config
-    if config.state_dir:
-        log.info("state directory %s (from --state-dir or state_dir)", config.state_dir)
-        return config
-    state_dir = _fill_state_dir(config).state_dir
+        return
+    if configured.state_dir:
+        log.info("state directory %s (from --state-dir or state_dir)", chosen.state_dir)
+        return
+    state_dir = chosen.state_dir
     origin = "systemd's $STATE_DIRECTORY" if os.environ.get("STATE_DIRECTORY") else "the user's state directory"
     log.info("state directory %s (%s; --state-dir to choose another)", state_dir, origin)
     old = os.path.join(_OLD_ROOT_STATE_DIR, "history.sqlite")
     if os.path.abspath(state_dir) != _OLD_ROOT_STATE_DIR and os.path.exists(old):
         log.warning("%s exists but is not used: pass --state-dir %s to keep that history",
                     old, _OLD_ROOT_STATE_DIR)
-    return config.model_copy(update={"state_dir": state_dir})
 
 
 def _stop_agent(poller: Any, stop_signal: Optional[int], live: Any, orphans: Any) -> None:
