@@ -128,8 +128,7 @@ def read_dists(target: Path) -> Dict[str, Dist]:
         dist = Dist(name=canonical(meta["Name"]), version=meta["Version"], info_dir=info.name,
                     requires=meta.get_all("Requires-Dist") or [], requires_python=meta.get("Requires-Python"),
                     files=sorted(set(files)),
-                    metadata={k: meta.get_all(k) or [] for k in ("License-Expression", "License", "Classifier",
-                                                                  "License-File", "Home-page", "Project-URL")})
+                    metadata={k: meta.get_all(k) or [] for k in ("License-Expression", "License", "Classifier")})
         dists[dist.name] = dist
     return dists
 
