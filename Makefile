@@ -1,5 +1,5 @@
 # Packages from this checkout into dist/ (docs/packaging.md). The work is in packaging/build.sh.
-.PHONY: packages deb rpm packaging-tools
+.PHONY: packages deb rpm packaging-tools check-packages
 
 packages:
 	bash packaging/build.sh
@@ -12,3 +12,7 @@ rpm:
 
 packaging-tools:
 	bash packaging/build.sh --install-tools
+
+# Build, lint, run with each Python and install in scratch roots (needs root; tests/test_packages.py).
+check-packages:
+	.venv/bin/python -m pytest -p no:cacheprovider tests/test_packages.py tests/test_package_hoststate.py

@@ -4,10 +4,16 @@
 #   packaging/build.sh                  both packages into dist/
 #   packaging/build.sh --deb --out DIR  only the .deb, into DIR
 #   packaging/build.sh --install-tools  only install nfpm (pinned below) with `go install`
+#   packaging/build.sh --deps-cache DIR reuse the libraries resolved by an earlier build that
+#                                       kept them in DIR for the same requirements (tests)
 #
-# Needs python3 (3.9+) with pip, and nfpm; with Go on PATH a missing nfpm is installed from the
-# Go module proxy at the version pinned here. Network: PyPI (setuptools for the wheel build,
-# the dependencies' wheels) and the Go module proxy, nothing else.
+# Needs python3 (3.9+) with pip and venv, binutils' strip, and nfpm; with Go on PATH a missing
+# nfpm is installed from the Go module proxy at the version pinned here. Each target Python
+# (DEB_PYTHONS, RPM_PYTHONS) resolves its own libraries where this machine has it (python3.X on
+# PATH, in /usr/bin, /usr/local/bin or pyenv, or $SSDFLEET_PYTHON_3_X); otherwise this python3's
+# pip does, completed by evaluating the markers for that version (packaging/pydeps.py;
+# SSDFLEET_RESOLVER=markers forces that way, =interpreter refuses it). Network: PyPI
+# (setuptools and packaging for the build, the libraries' wheels) and the Go module proxy.
 #
 # The version is agent/__init__.py's __version__, read from the wheel that is built from it.
 set -euo pipefail
@@ -23,13 +29,17 @@ PROG=$(basename "$0")
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$SRC/dist
 PYTHON=${PYTHON:-python3}
+RESOLVER=${SSDFLEET_RESOLVER:-auto}
+STRIP=${STRIP:-strip}
 MAINTAINER=${SSDFLEET_MAINTAINER:-ssdfleet maintainers <maintainers@ssdfleet.invalid>}
 FORMATS=()
 INSTALL_TOOLS_ONLY=no
 KEEP_STAGE=
+DEPS_CACHE=
 
 die() { echo "$PROG: $*" >&2; exit 1; }
-say() { echo "$PROG: $*"; }
+T0=$(date +%s)
+say() { echo "$PROG: [$(( $(date +%s) - T0 )) s] $*"; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -37,8 +47,9 @@ while [ $# -gt 0 ]; do
         --rpm) FORMATS+=(rpm); shift ;;
         --out) [ $# -ge 2 ] || die "--out needs a directory"; OUT=$2; shift 2 ;;
         --keep-stage) [ $# -ge 2 ] || die "--keep-stage needs a directory"; KEEP_STAGE=$2; shift 2 ;;
+        --deps-cache) [ $# -ge 2 ] || die "--deps-cache needs a directory"; DEPS_CACHE=$2; shift 2 ;;
         --install-tools) INSTALL_TOOLS_ONLY=yes; shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option: $1" ;;
     esac
 done
@@ -66,6 +77,7 @@ NFPM_BIN=$(find_nfpm) || { install_nfpm; NFPM_BIN=$(find_nfpm) || die "nfpm not 
 [ "$INSTALL_TOOLS_ONLY" = no ] || { say "nfpm: $NFPM_BIN"; exit 0; }
 
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 9))' || die "$PYTHON is older than Python 3.9"
+command -v "$STRIP" >/dev/null 2>&1 || die "no $STRIP (binutils): the libraries' shared objects are stripped"
 
 case "${ARCH:-$(uname -m)}" in
     x86_64|amd64) GOARCH=amd64; WHEEL_ARCH=x86_64 ;;
@@ -79,11 +91,15 @@ trap cleanup EXIT INT TERM
 STAGE=$WORK/stage
 mkdir -p "$STAGE" "$WORK/src" "$WORK/wheel"
 
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_NO_WARN_SCRIPT_LOCATION=1
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_NO_WARN_SCRIPT_LOCATION=1 PIP_ROOT_USER_ACTION=ignore
 # pip runs in a virtualenv of its own: it then judges --target installs by themselves, not
 # against whatever this host has installed, and the manual page below runs in it.
 "$PYTHON" -m venv "$WORK/venv"
 PIP=("$WORK/venv/bin/python" -m pip --quiet)
+PYDEPS=("$WORK/venv/bin/python" "$SRC/packaging/pydeps.py")
+# The build tools in one go: setuptools (and wheel, for setuptools < 70.1) build the wheel below (no isolated build environment
+# to make), packaging evaluates markers (packaging/pydeps.py).
+"${PIP[@]}" install "setuptools>=61" wheel packaging
 
 # --------------------------------------------------------------------------- the wheel
 # From a copy of the files it is made of, so the checkout gains no build/ or *.egg-info.
@@ -94,7 +110,7 @@ cp "$SRC/pyproject.toml" "$SRC/README.md" "$WORK/src/"
 for pkg in $PACKAGES; do cp -R "$SRC/$pkg" "$WORK/src/$pkg"; done
 find "$WORK/src" -name __pycache__ -type d -prune -exec rm -rf {} +
 say "building the ssdfleet wheel"
-"${PIP[@]}" wheel --no-deps --wheel-dir "$WORK/wheel" "$WORK/src"
+"${PIP[@]}" wheel --no-deps --no-build-isolation --wheel-dir "$WORK/wheel" "$WORK/src"
 WHEEL=$(ls "$WORK"/wheel/ssdfleet-*.whl)
 VERSION=$(basename "$WHEEL" | cut -d- -f2)
 
@@ -108,11 +124,12 @@ RELEASE_PART=$(printf '%s' "$VERSION" | sed -E 's/^([0-9]+(\.[0-9]+)*).*/\1/')
 PRERELEASE=$(printf '%s' "${VERSION#"$RELEASE_PART"}" | sed -E 's/^[.-]//')
 
 # --------------------------------------------------------------------------- the program
-# ssdfleet's code once, its dependencies once per supported Python (compiled ones such as
-# pydantic-core and PyYAML differ by version), all as wheels from PyPI: --only-binary means no
-# compiler runs here, and --python-version/--platform pick the target's wheels, not this host's.
+# ssdfleet's code once; its libraries resolved for each target Python (see the header and
+# packaging/pydeps.py), from released wheels only: --only-binary means no compiler runs here,
+# and --platform picks manylinux wheels that load on every distribution named above.
 "${PIP[@]}" install --no-deps --no-compile --target "$WORK/app" "$WHEEL"
 rm -rf "$WORK/app/bin"
+for f in RECORD INSTALLER REQUESTED direct_url.json WHEEL; do rm -f "$WORK"/app/*.dist-info/"$f"; done
 # Requires-Dist lines of the wheel, extras left out.
 "$PYTHON" - "$WHEEL" > "$WORK/requirements.txt" <<'EOF'
 import sys, zipfile
@@ -123,37 +140,60 @@ with zipfile.ZipFile(sys.argv[1]) as whl:
             print(line.split(":", 1)[1].strip())
 EOF
 
-deps_for() {  # deps_for PYTHON_VERSION DIR
-    local py=$1 dir=$2
-    "${PIP[@]}" install --no-compile --only-binary=:all: --implementation cp --python-version "$py" \
-        --platform "manylinux_2_28_$WHEEL_ARCH" --platform "manylinux_2_17_$WHEEL_ARCH" \
-        --platform "manylinux2014_$WHEEL_ARCH" --target "$dir" -r "$WORK/requirements.txt"
-    rm -rf "$dir/bin"
+abi() { echo "cp${1/./}"; }
+
+resolve_all() {  # resolve_all PYTHON_VERSIONS...: $WORK/deps/cpXY for each, side by side
+    local py pid failed=no pids=()
+    mkdir -p "$WORK/deps"
+    for py in "$@"; do
+        "${PYDEPS[@]}" resolve --python-version "$py" --requirements "$WORK/requirements.txt" \
+            --target "$WORK/deps/$(abi "$py")" --summary "$WORK/deps/$(abi "$py").json" \
+            --resolver "$RESOLVER" --machine "$WHEEL_ARCH" --strip "$STRIP" \
+            --platform "manylinux_2_28_$WHEEL_ARCH" --platform "manylinux_2_17_$WHEEL_ARCH" \
+            --platform "manylinux2014_$WHEEL_ARCH" > "$WORK/deps/$(abi "$py").log" 2>&1 &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || failed=yes; done
+    for py in "$@"; do sed 's/^/    /' "$WORK/deps/$(abi "$py").log"; done
+    [ "$failed" = no ] || die "resolving the libraries failed (above)"
 }
 
-stage_lib() {  # stage_lib PYTHON_VERSIONS...: $STAGE/lib for one format
-    local lib=$STAGE/lib py
+stage_lib() {  # stage_lib PYTHON_VERSIONS...: $STAGE/lib, $STAGE/copyright and GLIBC for one format
+    local lib=$STAGE/lib py dirs=() summaries=()
     rm -rf "$lib"
     mkdir -p "$lib/deps"
     cp -R "$WORK/app" "$lib/app"
     for py in "$@"; do
-        say "dependencies for Python $py"
-        deps_for "$py" "$lib/deps/cp${py/./}"
+        cp -R "$WORK/deps/$(abi "$py")" "$lib/deps/"
+        dirs+=("$lib/deps/$(abi "$py")")
+        summaries+=("$WORK/deps/$(abi "$py").json")
     done
-    # Which versions went in, for anyone reading the installed tree.
-    for d in "$lib"/deps/cp*; do
-        (cd "$d" && ls -d ./*.dist-info | sed 's#^\./##; s#\.dist-info$##' | sort) > "$d.versions.txt"
-    done
+    "${PYDEPS[@]}" share --common "$lib/deps/common" --copyright-head "$SRC/packaging/debian/copyright" \
+        --copyright-out "$STAGE/copyright" "${dirs[@]}"
+    GLIBC=$("${PYDEPS[@]}" glibc "${summaries[@]}")
 }
+
+# shellcheck disable=SC2086
+ALL_PYTHONS=$(printf '%s\n' $DEB_PYTHONS $RPM_PYTHONS | sort -u -V | tr '\n' ' ')
+# What the cache must match: the requirements, the Pythons, the resolver, the architecture.
+CACHE_KEY=$(cat "$WORK/requirements.txt"; echo "$ALL_PYTHONS $RESOLVER $WHEEL_ARCH")
+if [ -n "$DEPS_CACHE" ] && [ -d "$DEPS_CACHE/deps" ] && [ "$(cat "$DEPS_CACHE/key" 2>/dev/null)" = "$CACHE_KEY" ]; then
+    say "the libraries for Python ${ALL_PYTHONS}from $DEPS_CACHE (resolved by an earlier build)"
+    cp -R "$DEPS_CACHE/deps" "$WORK/deps"
+else
+    say "resolving the libraries for Python ${ALL_PYTHONS}(resolver: $RESOLVER)"
+    # shellcheck disable=SC2086
+    resolve_all $ALL_PYTHONS
+    if [ -n "$DEPS_CACHE" ]; then
+        rm -rf "$DEPS_CACHE/deps"; mkdir -p "$DEPS_CACHE"
+        cp -R "$WORK/deps" "$DEPS_CACHE/deps"; printf '%s\n' "$CACHE_KEY" > "$DEPS_CACHE/key"
+    fi
+fi
 
 # --------------------------------------------------------------------------- everything else
 install -m 0755 "$SRC/packaging/launcher.py" "$STAGE/launcher.py"
-mkdir -p "$STAGE/units" "$STAGE/scripts" "$STAGE/share/prometheus" "$STAGE/share/alertmanager" \
+mkdir -p "$STAGE/scripts/deb" "$STAGE/scripts/rpm" "$STAGE/share/prometheus" "$STAGE/share/alertmanager" \
          "$STAGE/share/dashboards" "$STAGE/doc"
-for unit in ssdfleet-agent.service ssdfleet-probe-helper.service; do
-    grep -q 'ExecStart=/opt/ssdfleet/bin/ssdfleet ' "$SRC/deploy/systemd/$unit" || die "$unit: unexpected ExecStart="
-    sed 's#/opt/ssdfleet/bin/ssdfleet #/usr/bin/ssdfleet #' "$SRC/deploy/systemd/$unit" > "$STAGE/units/$unit"
-done
 cp "$SRC/deploy/systemd/ssdfleet.sysusers.conf" "$STAGE/ssdfleet.sysusers.conf"
 cp "$SRC/deploy/config.example.yml" "$STAGE/config.example.yml"
 cp "$SRC/deploy/config.example.yml" "$STAGE/share/"
@@ -162,40 +202,74 @@ cp "$SRC/deploy/prometheus/prometheus.yml" "$STAGE/share/prometheus/prometheus.e
 cp -R "$SRC/deploy/prometheus/targets" "$STAGE/share/prometheus/targets"
 cp "$SRC/deploy/alertmanager/alertmanager.yml" "$STAGE/share/alertmanager/alertmanager.example.yml"
 cp "$SRC"/dashboards/json/*.json "$STAGE/share/dashboards/"
-cp "$SRC/README.md" "$SRC/CHANGELOG.md" "$STAGE/doc/"
-cp "$SRC"/docs/*.md "$STAGE/doc/"
+# The .deb's upstream changelog is changelog.gz (Debian policy 12.7); the .rpm's CHANGELOG.md.
+cp "$SRC/README.md" "$SRC"/docs/*.md "$STAGE/doc/"
+cp "$SRC/CHANGELOG.md" "$STAGE/CHANGELOG.md"
+gzip -9 -n -c "$SRC/CHANGELOG.md" > "$STAGE/changelog.gz"
+cp "$SRC/packaging/debian/lintian-overrides" "$STAGE/lintian-overrides"
 
-# The maintainer scripts; preinstall gets the sysusers line, since the file is not unpacked yet.
-cp "$SRC"/packaging/scripts/*.sh "$STAGE/scripts/"
+stage_units() {  # stage_units OPTIONS_FILE: the units with the installed program and its options
+    local unit var
+    mkdir -p "$STAGE/units"
+    for unit in ssdfleet-agent.service ssdfleet-probe-helper.service; do
+        grep -q '^ExecStart=/opt/ssdfleet/bin/ssdfleet ' "$SRC/deploy/systemd/$unit" || die "$unit: unexpected ExecStart="
+        grep -q '^\[Service\]$' "$SRC/deploy/systemd/$unit" || die "$unit: no [Service] section"
+        case $unit in *agent*) var=SSDFLEET_AGENT_ARGS ;; *) var=SSDFLEET_PROBE_HELPER_ARGS ;; esac
+        # $VAR unbraced: systemd splits it into words, and an empty one gives no argument.
+        sed -e "s#^ExecStart=/opt/ssdfleet/bin/ssdfleet \(.*\)\$#ExecStart=/usr/bin/ssdfleet \1 \$$var#" \
+            -e "s#^\[Service\]\$#[Service]\n\# Extra options for the command below: $var in this file.\nEnvironmentFile=-$1#" \
+            "$SRC/deploy/systemd/$unit" > "$STAGE/units/$unit"
+    done
+    sed "s#@ENVFILE@#$1#" "$SRC/packaging/ssdfleet.default" > "$STAGE/ssdfleet.default"
+}
+
+# The maintainer scripts, with the shared functions and the sysusers line put in (the preinst
+# creates the user before /usr/lib/sysusers.d/ssdfleet.conf is unpacked).
 SYSUSERS_LINE=$(grep -v '^#' "$SRC/deploy/systemd/ssdfleet.sysusers.conf" | grep .)
 [ "$(printf '%s\n' "$SYSUSERS_LINE" | wc -l)" = 1 ] || die "ssdfleet.sysusers.conf should hold one line"
 case "$SYSUSERS_LINE" in *"'"*|*'|'*|*'&'*|*'\'*) die "ssdfleet.sysusers.conf: the line may not hold ' | & or \\" ;; esac
-sed -i "s|@SYSUSERS_LINE@|$SYSUSERS_LINE|" "$STAGE/scripts/preinstall.sh"
+for script in "$SRC"/packaging/scripts/deb/* "$SRC"/packaging/scripts/rpm/*; do
+    dest=$STAGE/scripts/$(basename "$(dirname "$script")")/$(basename "$script")
+    sed -e "/^# @COMMON@\$/{r $SRC/packaging/scripts/common.sh" -e 'd;}' "$script" \
+        | sed "s|@SYSUSERS_LINE@|$SYSUSERS_LINE|" > "$dest"
+    chmod 0755 "$dest"
+done
 
-# nfpm's changelog (chglog YAML) from CHANGELOG.md: "## VERSION - DATE" and "- " items.
-"$PYTHON" - "$SRC/CHANGELOG.md" "$MAINTAINER" > "$STAGE/changelog.yml" <<'EOF'
-import json, re, sys
-text, packager = open(sys.argv[1], encoding="utf-8").read(), sys.argv[2]
-entries = []
-for head, body in re.findall(r"^## (\S+ - \S+)\n(.*?)(?=^## |\Z)", text, re.M | re.S):
-    version, date = head.split(" - ")
-    # As the packages spell it: 0.1.0rc1 -> 0.1.0~rc1-1 (see PRERELEASE above).
-    release, pre = re.match(r"(\d+(?:\.\d+)*)[.-]?(.*)", version).groups()
-    version = release + ("~" + pre if pre else "") + "-1"
-    items = [" ".join(i.split()) for i in re.split(r"^- ", body, flags=re.M)[1:]]
-    entries.append({"semver": version, "date": date + "T00:00:00Z", "packager": packager,
-                    "changes": [{"note": i} for i in items]})
-if not entries:
-    sys.exit("CHANGELOG.md: no '## VERSION - DATE' entries")
-print(json.dumps(entries, indent=1))  # JSON is YAML
-EOF
+# The changelogs: the .rpm's through nfpm, the .deb's changelog.Debian.gz written here.
+"$PYTHON" "$SRC/packaging/changelogs.py" "$SRC/CHANGELOG.md" "$MAINTAINER" \
+    --rpm "$STAGE/changelog.yml" --deb "$WORK/changelog.Debian"
+gzip -9 -n -c "$WORK/changelog.Debian" > "$STAGE/changelog.Debian.gz"
 
-# The manual page, from the parser of the code being packaged.
+# The manual page, from the parser of the code being packaged, run with the libraries resolved
+# for this Python when it is one of the targets (else pip installs them here).
 say "writing the manual page"
-"${PIP[@]}" install --no-compile -r "$WORK/requirements.txt"
-PYTHONPATH="$WORK/app" "$WORK/venv/bin/python" -m agent.manpage > "$WORK/ssdfleet.1"
+HOST_ABI=$("$WORK/venv/bin/python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+if [ -d "$WORK/deps/$HOST_ABI" ]; then
+    MAN_PATH=$WORK/app:$WORK/deps/$HOST_ABI
+else
+    "${PIP[@]}" install --no-compile -r "$WORK/requirements.txt"
+    MAN_PATH=$WORK/app
+fi
+PYTHONPATH=$MAN_PATH "$WORK/venv/bin/python" -m agent.manpage > "$WORK/ssdfleet.1"
 gzip -9 -n -c "$WORK/ssdfleet.1" > "$STAGE/ssdfleet.1.gz"
-cp "$SRC/packaging/nfpm.yaml" "$STAGE/nfpm.yaml"
+
+nfpm_config() {  # nfpm_config FORMAT: $STAGE/nfpm.yaml for that format (see packaging/nfpm.yaml)
+    local licence
+    if [ "$1" = deb ]; then
+        sed -e '/^license:/d' -e '/^changelog:/d' "$SRC/packaging/nfpm.yaml" > "$STAGE/nfpm.yaml"
+        return
+    fi
+    # Every licence inside, as one SPDX expression (the copyright file says which file has which).
+    licence=$(sed -n 's/^License: \(.*\)$/\1/p' "$STAGE/copyright" | sed 's/^GPL-2+$/GPL-2.0-or-later/' \
+        | tr ' ' '\n' | grep -v -x -e AND -e OR | sort -u | paste -sd ' ' - | sed 's/ / AND /g')
+    sed "s|^license: .*|license: $licence|" "$SRC/packaging/nfpm.yaml" > "$STAGE/nfpm.yaml"
+    {
+        for f in "$STAGE"/doc/* "$STAGE/CHANGELOG.md"; do
+            printf '  - src: %s\n    dst: /usr/share/doc/ssdfleet/%s\n    type: doc\n    packager: rpm\n' \
+                "${f#"$STAGE"/}" "$(basename "$f")"
+        done
+    } >> "$STAGE/nfpm.yaml"
+}
 
 # Pin file times, so that two builds of one tree differ only where their contents do.
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || date +%s)}
@@ -209,20 +283,35 @@ for format in "${FORMATS[@]}"; do
     if [ "$format" = deb ]; then
         # shellcheck disable=SC2086
         stage_lib $DEB_PYTHONS
+        stage_units /etc/default/ssdfleet
+        # shellcheck disable=SC2086
         set -- $DEB_PYTHONS
         first=$1; last=${*: -1}
         export SSDFLEET_DEB_PYTHON_MIN=$first SSDFLEET_DEB_PYTHON_MAX="3.$(( $(py_minor "$last") + 1 ))"
     else
         # shellcheck disable=SC2086
         stage_lib $RPM_PYTHONS
+        stage_units /etc/sysconfig/ssdfleet
+        # shellcheck disable=SC2086
         [ "$(echo $RPM_PYTHONS | wc -w)" = 1 ] || die "the .rpm names one python(abi); give RPM_PYTHONS one version"
         export SSDFLEET_RPM_PYTHON=$RPM_PYTHONS
     fi
+    nfpm_config "$format"
     find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
     say "packaging the .$format"
     (cd "$STAGE" && SSDFLEET_FORMAT=$format SSDFLEET_VERSION=$RELEASE_PART SSDFLEET_PRERELEASE=$PRERELEASE \
-        SSDFLEET_ARCH=$GOARCH SSDFLEET_MAINTAINER=$MAINTAINER \
+        SSDFLEET_ARCH=$GOARCH SSDFLEET_MAINTAINER=$MAINTAINER SSDFLEET_GLIBC=$GLIBC \
         "$NFPM_BIN" package --config nfpm.yaml --packager "$format" --target "$OUT/")
+    if [ -n "$KEEP_STAGE" ]; then rm -rf "$KEEP_STAGE/$format"; mkdir -p "$KEEP_STAGE"; cp -R "$STAGE" "$KEEP_STAGE/$format"; fi
 done
-if [ -n "$KEEP_STAGE" ]; then rm -rf "$KEEP_STAGE"; cp -R "$STAGE" "$KEEP_STAGE"; fi
-say "ssdfleet $VERSION: $(cd "$OUT" && ls ssdfleet[_-]"$RELEASE_PART"* | tr '\n' ' ')"
+
+# What was made: the files, and what each installs (dpkg counts KiB; rpm bytes).
+for pkg in "$OUT"/ssdfleet[_-]"$RELEASE_PART"*; do
+    case $pkg in
+        *.deb) size=$(( $(dpkg-deb -f "$pkg" Installed-Size 2>/dev/null || echo 0) * 1024 )) ;;
+        *.rpm) size=$(rpm -qp --qf '%{SIZE}' "$pkg" 2>/dev/null || echo 0) ;;
+        *) continue ;;
+    esac
+    say "$(basename "$pkg"): $(( $(wc -c < "$pkg") / 1000 )) kB, installed size $(awk -v b="$size" 'BEGIN { printf "%.1f MB", b / 1e6 }')"
+done
+say "ssdfleet $VERSION built"

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(prometheus prometheus-alertmanager victoria-metrics smartmontools hdparm nvme-cli openssl chromium systemd rpm)
+debs=(prometheus prometheus-alertmanager victoria-metrics smartmontools hdparm nvme-cli openssl chromium systemd rpm
+      lintian rpmlint faketime)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -13,8 +14,16 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Wait for another apt or dpkg rather than fail; `apt-get update` ignores Lock::Timeout on
+    # older apt, so it is tried again.
+    wait_lock=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=3)
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+      apt-get "${wait_lock[@]}" update -qq && break
+      [ "$try" = 10 ] && { echo "apt-get update failed 10 times" >&2; exit 1; }
+      echo "apt-get update failed (try $try; another apt running?), again in 30 s" >&2
+      sleep 30
+    done
+    apt-get "${wait_lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else
     echo "note: missing Debian packages ${missing[*]}; tests that need them will be skipped" >&2
   fi

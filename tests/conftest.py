@@ -72,9 +72,43 @@ def all_fixture_files():
     )
 
 
+def host_root() -> Path:
+    """The machine's root; SSDFLEET_HOST_ROOT names a fake one (tests/test_package_hoststate.py)."""
+    return Path(os.environ.get("SSDFLEET_HOST_ROOT") or "/")
+
+
+def pytest_sessionstart(session):
+    """What the suite must leave as it is on this machine (tests/hoststate.py), read first."""
+    from tests import hoststate
+
+    session.config._ssdfleet_host_before = hoststate.snapshot(host_root())
+
+
+def check_host_unchanged(session) -> None:
+    """Fails the run when the machine's ssdfleet record, user, group, /var/lib/ssdfleet or
+    /etc/ssdfleet differ from the start of the session: tests use roots of their own."""
+    from tests import hoststate
+
+    before = getattr(session.config, "_ssdfleet_host_before", None)
+    if before is None:
+        return
+    found = hoststate.changes(before, hoststate.snapshot(host_root()))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if found:
+        if reporter:
+            reporter.write_line("the test session changed this machine:", red=True)
+            for line in found:
+                reporter.write_line(f"  {line}")
+        session.exitstatus = 1
+    elif reporter:
+        reporter.write_line("host unchanged: " + "; ".join(f"{k}: {hoststate.summary(v)}" for k, v in before.items()))
+
+
 def pytest_sessionfinish(session, exitstatus):
-    """With SSDFLEET_CHECK_FIXTURES=1 (CI runs the whole suite so), fail the run when a
-    committed fixture was not loaded by any test: a fixture nobody reads proves nothing."""
+    """The host check (above); then, with SSDFLEET_CHECK_FIXTURES=1 (CI runs the whole suite
+    so), fail the run when a committed fixture was not loaded by any test: a fixture nobody
+    reads proves nothing."""
+    check_host_unchanged(session)
     if os.environ.get("SSDFLEET_CHECK_FIXTURES") != "1" or exitstatus != 0:
         return
     unused = [f for f in all_fixture_files() if f not in _USED]
