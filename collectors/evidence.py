@@ -45,7 +45,7 @@ LINK_BYTES_PER_SECOND = {"ata": 600e6, "scsi": 2.4e9, "nvme": 32e9, "shannon": 8
 MAX_DRIVE_WRITES = 100_000  # full-capacity writes over a drive's life: SLC's rated P/E
 MAX_RATED_CYCLES = 30_000  # the highest rated P/E among MLC/TLC drives, for the life check
 __all__ = ["MAX_COUNTER", "MAX_POWER_ON_SECONDS", "admit", "bytes_problem", "contain", "counter_problem", "figure_problem",
-           "monotone", "power_on_problem", "relative_problem", "written_against_life_problem"]
+           "events_per_second", "monotone", "power_on_problem", "relative_problem", "written_against_life_problem"]
 
 
 def bytes_problem(
@@ -157,7 +157,16 @@ def show_bound(limit: float) -> str:
     return f"{limit:,.6g}" if isinstance(limit, float) and not float(limit).is_integer() else f"{int(limit):,}"
 
 
-def relative_problem(bound: Bound, value: float, capacity: Optional[int], power_on_seconds: Optional[int]) -> Optional[str]:
+def events_per_second(kind: str) -> float:
+    """The most errors a drive of ``kind`` can count a second: each is one command or transfer
+    of at least a 512-byte sector over its link (SATA: 1.2 million a second), and never more
+    than collectors.model.MAX_EVENTS_PER_SECOND."""
+    link = LINK_BYTES_PER_SECOND.get(kind)
+    return min(float(MAX_EVENTS_PER_SECOND), link / 512) if link else float(MAX_EVENTS_PER_SECOND)
+
+
+def relative_problem(bound: Bound, value: float, capacity: Optional[int], power_on_seconds: Optional[int],
+                     kind: str = "") -> Optional[str]:
     """Why ``value`` cannot be true against the drive's capacity and power-on time (the
     ``sectors`` and ``events`` bounds of collectors.model.Bound), or None."""
     if bound.relative == "sectors" and capacity:
@@ -166,10 +175,10 @@ def relative_problem(bound: Bound, value: float, capacity: Optional[int], power_
             return (f"{show(value)} is more sectors than the drive has "
                     f"(at most {sectors:,}: twice its {capacity:,} bytes / 512)")
     if bound.relative == "events" and power_on_seconds is not None:
-        limit = (power_on_seconds + 3600) * MAX_EVENTS_PER_SECOND
-        if value > limit:
+        rate = events_per_second(kind)
+        if value > (power_on_seconds + 3600) * rate:  # an hour's slack: power-on is counted in hours
             return (f"{show(value)} errors in {power_on_seconds / 3600:,.0f} power-on hours is over "
-                    f"{MAX_EVENTS_PER_SECOND:,} a second, faster than any drive completes commands")
+                    f"{rate:,.0f} a second, more than the link can carry commands")
     return None
 
 
@@ -212,7 +221,7 @@ class _Containment:
             elif name == "power_on_seconds" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 problem = power_on_problem(value)
             problem = problem or figure_problem(bound, value) or relative_problem(
-                bound, value, self.value("capacity_bytes"), self.value("power_on_seconds"))
+                bound, value, self.value("capacity_bytes"), self.value("power_on_seconds"), self.reading.kind)
             if problem:
                 self.withhold(name, problem)
                 if name in ("host_written_bytes", "nand_written_bytes") and self.value("write_amplification") is not None:
@@ -223,7 +232,7 @@ class _Containment:
         for kind, count in self.reading.defects.items():
             bound = figure_bound("DriveReading.defects", kind)
             problem = figure_problem(bound, count) or relative_problem(
-                bound, count, self.value("capacity_bytes"), self.value("power_on_seconds"))
+                bound, count, self.value("capacity_bytes"), self.value("power_on_seconds"), self.reading.kind)
             if problem:
                 self.extra[f"defect_{kind}_withheld"] = problem
             else:

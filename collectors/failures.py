@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Dict, Set, Tuple
+from typing import Dict, Sequence, Set, Tuple
 
 _NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 _QUOTED_CHARS = 300  # a message logged once still stays one line's worth
+_RUN = "\x00run"  # the key of FailureLog.run's state
 
 
 def _fold(message: str) -> str:
@@ -65,3 +66,20 @@ class FailureLog:
 
     def failing(self) -> Tuple[str, ...]:
         return tuple(self._said)
+
+    def run(self, errors: Sequence[str]) -> None:
+        """Log the errors of one run of a source: each once while it repeats from run to run
+        (WARNING when new, DEBUG after), and one INFO line when a failing source has none."""
+        now = {_fold(e): e for e in errors}
+        before = self._said.get(_RUN, "")
+        seen = set(before.split("\x00")) if before else set()
+        for folded, message in now.items():
+            if folded in seen:
+                self._log.debug("%s%s (again)", self._prefix, message[:_QUOTED_CHARS])
+            else:
+                self._log.warning("%s%s", self._prefix,
+                                  message if len(message) <= _QUOTED_CHARS else message[:_QUOTED_CHARS] + "...")
+        if now:
+            self._said[_RUN] = "\x00".join(now)
+        elif self._said.pop(_RUN, None) is not None:
+            self._log.info("%sruns without errors again", self._prefix)

@@ -346,8 +346,9 @@ class Bound:
     withheld as not reported. ``relative``: a tighter bound against the drive's other figures,
     applied by collectors.evidence: ``volume`` (capacity x lifetime writes and power-on time x
     link speed), ``sectors`` (a count of defective sectors or blocks: at most every sector of the
-    flash, twice the user capacity / 512), ``events`` (errors counted per command: at most
-    MAX_EVENTS_PER_SECOND per power-on second). ``metrics``: the samples that export it.
+    flash, twice the user capacity / 512), ``events`` (errors counted per command or transfer: at
+    most one per 512 bytes the drive's link can carry, and MAX_EVENTS_PER_SECOND, per power-on
+    second). ``metrics``: the samples that export it.
     """
 
     unit: str
@@ -401,7 +402,8 @@ def _defect(relative: str, spec: str) -> Bound:
 
 _SECTOR_COUNT = ("a count of defective sectors or blocks: never more than the flash has "
                  "(twice the user capacity / 512; a NAND block is far larger than a sector)")
-_EVENT_COUNT = "errors counted per command: at most 10**7 per power-on second"
+_EVENT_COUNT = ("errors counted per command or transfer: at most one per 512 bytes the link carries "
+                "(SATA 1.2 million) and 10**7 per power-on second")
 
 # defect type (DriveReading.defects key) -> its bound; a type not listed takes DEFAULT_DEFECT_BOUND
 DEFECT_BOUNDS: Dict[str, Bound] = {
