@@ -14,8 +14,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.model import (
-    DEFECT_BOUNDS,
     DEFAULT_DEFECT_BOUND,
+    DEFECT_BOUNDS,
     FIGURE_BOUNDS,
     MAX_EVENTS_PER_SECOND,
     Bound,

@@ -147,9 +147,10 @@ def test_five_real_reports_lose_only_their_impossible_counter(name, defect, raw,
 def test_the_five_reports_exported_those_counters_before():
     """The same values through the exposition of a snapshot: before containment they reach
     ``ssd_defects`` (what the hostile trial saw), after it they do not and nothing else does."""
+    from prometheus_client import generate_latest
+
     from agent.metrics import drive_families
     from collectors.model import Drive
-    from prometheus_client import generate_latest
 
     class _Families:
         def __init__(self, families):
