@@ -127,10 +127,18 @@ def figure_problem(bound: Bound, value: object) -> Optional[str]:
             return (f"not reported: {show(value)} has all {bits} bits set, the value firmware gives for "
                     f"'not available' (and where a saturated counter stops), not a {bound.unit}")
     if value < bound.low or (bound.low_exclusive and value == bound.low):
-        return f"{show(value)} {bound.unit} is {'negative' if value < 0 else 'not a reading'} ({bound.spec})"
+        return f"{_amount(value, bound)} is {'negative' if value < 0 else 'not a reading'} ({bound.spec})"
     if value > bound.high:
-        return f"{show(value)} {bound.unit} is over {show_bound(bound.high)} ({bound.spec})"
+        return f"{_amount(value, bound)} is over {show_bound(bound.high)} ({bound.spec})"
     return None
+
+
+def _amount(value: float, bound: Bound) -> str:
+    """``500 bytes``, ``4096`` (a count or a bit field), ``a 3,240-digit number``."""
+    text = show(value)
+    if text.startswith("a ") or bound.unit in ("count", "bit field", "status", "ratio"):
+        return text
+    return f"{text} {bound.unit}"
 
 
 def admit(name: str, value: Any, extra: Dict[str, str], source: str) -> Any:
