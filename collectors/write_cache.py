@@ -32,8 +32,8 @@ import re
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from collectors import numbers
-from collectors.failures import FailureLog
 from collectors.diskstats import drive_device_for
+from collectors.failures import FailureLog
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
@@ -47,7 +47,17 @@ from collectors.model import (
     WriteCacheState,
 )
 from collectors.runner import ToolResult, run_tool
-from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
+from collectors.source import (
+    Command,
+    HelperChecks,
+    Refused,
+    Report,
+    RunResult,
+    Source,
+    SourceContext,
+    SourceSpec,
+    built,
+)
 
 SOURCE_SYSFS_QUEUE = "sysfs_queue"
 SOURCE_SCSI_CACHE_TYPE = "scsi_cache_type"

@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 from collectors.failures import FailureLog
-from collectors.shannon import parse as shannon
 from collectors.model import DriveReading, ParseError
+from collectors.shannon import parse as shannon
 from collectors.source import (
     Command,
     HelperChecks,
