@@ -220,6 +220,10 @@ def parse_web_config(text: str, base_dir: str) -> WebConfig:
         doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as err:
         raise WebConfigError(f"not valid YAML: {err}") from None
+    except RecursionError:
+        raise WebConfigError("nested too deeply") from None
+    except ValueError as err:  # a date that is not one; an integer of over 4,300 digits (Python 3.11+)
+        raise WebConfigError(f"a value cannot be read: {str(err)[:120]}") from None
     if doc is None:
         return WebConfig()
     top = _mapping(doc, "the top level")

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from collectors.model import ParseError
+from collectors.model import MAX_CAPACITY_BYTES, ParseError
 
 # Devices that are not drives: partitions are handled by their parent; these are virtual.
 _NOT_A_DRIVE = re.compile(r"^(loop|ram|zram|dm-|md|sr|fd|nbd|rbd|drbd)\d*")
@@ -67,9 +67,11 @@ def parse_block_device(name: str, files: Mapping[str, str]) -> BlockDevice:
     size_text = _clean(files.get("size"))
     size: Optional[int] = None
     if size_text is not None:
-        if not re.fullmatch(r"[0-9]+", size_text):  # str.isdigit() also accepts "²"
-            raise ParseError(f"{name}/size: not a number: {size_text!r}")
+        if not re.fullmatch(r"[0-9]{1,20}", size_text):  # str.isdigit() also accepts "²"; a u64 has 20 digits
+            raise ParseError(f"{name}/size: not a number of sectors: {size_text[:40]!r}")
         size = int(size_text) * SECTOR_BYTES
+        if size > MAX_CAPACITY_BYTES:  # beyond any drive (collectors.model.FIGURE_BOUNDS): not a size
+            size = None
     rot_text = _clean(files.get("queue/rotational"))
     rotational: Optional[bool] = None
     if rot_text is not None:

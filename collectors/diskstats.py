@@ -38,6 +38,7 @@ import os
 import re
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
+from collectors import numbers
 from collectors.model import IoStats, ParseError
 from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec
 
@@ -205,6 +206,7 @@ def _nothing_usable(errors: Sequence[LineError]) -> ParseError:
     return ParseError(f"no usable diskstats line: {first}{more}")
 
 
+@numbers.guarded("/proc/diskstats")
 def parse_diskstats(text: str) -> DiskstatsReading:
     """Parse one /proc/diskstats snapshot into counters keyed by kernel device name.
 
@@ -234,6 +236,7 @@ def parse_diskstats(text: str) -> DiskstatsReading:
     return collector.reading()
 
 
+@numbers.guarded("/proc/diskstats")
 def parse_diskstats_snapshots(text: str) -> List[Tuple[Optional[float], DiskstatsReading]]:
     """Parse a series of diskstats snapshots as pt-stalk / pt-diskstats capture them.
 

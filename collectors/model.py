@@ -349,3 +349,230 @@ class Snapshot:
 
 def drive_list(snapshot: Snapshot) -> List[Drive]:
     return sorted(snapshot.drives, key=lambda d: (d.device, d.serial))
+
+
+# --------------------------------------------------------------------------- physical bounds
+#
+# Every figure the model holds, with the range it can physically take and where that range
+# comes from. collectors.evidence.contain applies the DriveReading ones (and the sensors' and the
+# defects') to every reading before it leaves its source, so nothing outside them reaches history,
+# /metrics or an alert; the fuzz run over the whole collect path (tests/test_fuzz_collect.py)
+# checks every exported sample against the same table, and tests/test_bounds.py fails when a
+# numeric field of any dataclass here has no entry, so a new figure cannot skip it.
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range one figure can take, in the unit of its field, and the source of that range.
+
+    ``low``..``high`` are inclusive (``low_exclusive``: the low end is not a reading, e.g. a
+    capacity of 0). ``integer``: the figure is a count or an exact size; a float is no reading
+    of it. ``sentinel_bits``: widths of the fields the figure is read from whose all-ones value
+    firmware uses for "not available" (and where a saturating counter stops): such a value is
+    withheld as not reported. ``relative``: a tighter bound against the drive's other figures,
+    applied by collectors.evidence: ``volume`` (capacity x lifetime writes and power-on time x
+    link speed), ``sectors`` (a count of defective sectors or blocks: at most every sector of the
+    flash, twice the user capacity / 512), ``events`` (errors counted per command or transfer: at
+    most one per 512 bytes the drive's link can carry, and MAX_EVENTS_PER_SECOND, per power-on
+    second). ``metrics``: the samples that export it.
+    """
+
+    unit: str
+    low: float
+    high: float
+    spec: str
+    low_exclusive: bool = False
+    integer: bool = False
+    sentinel_bits: Tuple[int, ...] = ()
+    relative: Optional[str] = None
+    metrics: Tuple[str, ...] = ()
+
+
+# ATA's 48-bit LBA at 512-byte sectors addresses 2**57 bytes (144 PB), some 500 times the
+# largest SSDs announced by 2025 (the 256 TB class, about 2**48 bytes). No drive is larger.
+MAX_CAPACITY_BYTES = 2**57
+# SQLite's and Prometheus's exact integer range; no lifetime volume comes near it.
+MAX_COUNTER = 2**63 - 1
+# No flash drive is powered for 20 years: rated lives are 3 to 5 years, warranties at most 10.
+MAX_POWER_ON_SECONDS = 20 * 365.25 * 86400
+# Errors are counted per command (or per retried transfer); the fastest NVMe drives complete
+# about 3 million commands a second, so 10 million a second of power-on time is out of reach.
+MAX_EVENTS_PER_SECOND = 10**7
+MAX_EVENTS = MAX_POWER_ON_SECONDS * MAX_EVENTS_PER_SECOND
+# A power cycle needs the supply to fall and rise and the controller to start again: not once
+# a second for 20 years.
+MAX_POWER_CYCLES = MAX_POWER_ON_SECONDS
+# Counter fields are 16 bits (ATA raw16 words), 32, 48 (the ATA attribute raw field, ATA
+# Device Statistics values) or 64 bits wide; all ones in any of them is firmware's "not
+# available" (smartmontools prints such values as is; the SSSTC ER2 and Kingston reports in
+# tests/fixtures carry 2**48 - 1, Seagate ones 65535).
+SENTINEL_BITS = (16, 32, 48, 64)
+_LAST_TIME = 2.0**33  # unix seconds in the year 2242: past any clock a host can have
+_FLOAT_EXACT = 2.0**53
+
+_RATIO = "a share, 0 to 1"
+_COUNTER_SPEC = "/proc/diskstats: unsigned long counters (Documentation/admin-guide/iostats.rst)"
+
+
+def _capacity(metrics: Tuple[str, ...]) -> Bound:
+    return Bound("bytes", 0, MAX_CAPACITY_BYTES, low_exclusive=True, integer=True, metrics=metrics, spec=(
+        "ATA 48-bit LBA at 512-byte sectors: 2**57 bytes, ~500x the largest SSDs of 2025; a capacity "
+        "of 0 is a drive that did not say (RAID volume, USB bridge)"))
+
+
+def _defect(relative: str, spec: str) -> Bound:
+    high = 2 * MAX_CAPACITY_BYTES // 512 if relative == "sectors" else MAX_EVENTS
+    return Bound("count", 0, high, integer=True, sentinel_bits=SENTINEL_BITS, relative=relative,
+                 metrics=("ssd_defects",), spec=spec)
+
+
+_SECTOR_COUNT = ("a count of defective sectors or blocks: never more than the flash has "
+                 "(twice the user capacity / 512; a NAND block is far larger than a sector)")
+_EVENT_COUNT = ("errors counted per command or transfer: at most one per 512 bytes the link carries "
+                "(SATA 1.2 million) and 10**7 per power-on second")
+
+# defect type (DriveReading.defects key) -> its bound; a type not listed takes DEFAULT_DEFECT_BOUND
+DEFECT_BOUNDS: Dict[str, Bound] = {
+    "reallocated": _defect("sectors", f"ATA 5 Reallocated_Sector_Ct: {_SECTOR_COUNT}"),
+    "pending": _defect("sectors", f"ATA 197 Current_Pending_Sector: {_SECTOR_COUNT}"),
+    "offline_uncorrectable": _defect("sectors", f"ATA 198 Offline_Uncorrectable: {_SECTOR_COUNT}"),
+    "grown_defect": _defect("sectors", f"SCSI grown defect list (SBC READ DEFECT DATA): {_SECTOR_COUNT}"),
+    "program_fail": _defect("sectors", f"ATA 171/175/181 program fails (a failed block is retired): {_SECTOR_COUNT}"),
+    "erase_fail": _defect("sectors", f"ATA 172/176/182 erase fails (a failed block is retired): {_SECTOR_COUNT}"),
+    "dynamic_bad_block": _defect("sectors", f"Shannon dynamic (grown) bad blocks: {_SECTOR_COUNT}"),
+    "static_bad_block": _defect("sectors", f"Shannon static (factory) bad blocks: {_SECTOR_COUNT}"),
+    "reallocation_events": _defect("events", f"ATA 196 Reallocated_Event_Count (attempts, failed ones too): {_EVENT_COUNT}"),
+    "reported_uncorrectable": _defect("events", f"ATA 187 Reported_Uncorrect: {_EVENT_COUNT}"),
+    "command_timeout": _defect("events", f"ATA 188 Command_Timeout: {_EVENT_COUNT}"),
+    "udma_crc_errors": _defect("events", f"ATA 199 UDMA_CRC_Error_Count (per transfer): {_EVENT_COUNT}"),
+}
+DEFAULT_DEFECT_BOUND = _defect("events", f"a defect type without its own entry: {_EVENT_COUNT}")
+
+
+def _temperature(metrics: Tuple[str, ...]) -> Bound:
+    return Bound("celsius", -40.0, 150.0, metrics=metrics, spec=(
+        "no drive works below -40 C or above 150 C (industrial parts are rated -40..85 C; "
+        "NVMe thresholds are 16-bit kelvin, so a wrong unit lands far outside)"))
+
+
+def _volts(metrics: Tuple[str, ...]) -> Bound:
+    return Bound("volts", 0.0, 15.0, low_exclusive=True, metrics=metrics, spec=(
+        "the highest rail a drive takes is 12 V (PCIe slot, SATA/SAS power, +8% tolerance); "
+        "Shannon and ioMemory report their 1-2.5 V core and auxiliary rails"))
+
+
+def _io(unit: str, high: float, metric: str, what: str) -> Bound:
+    return Bound(unit, 0, high, integer=unit == "count", metrics=(metric,), spec=f"{_COUNTER_SPEC}: {what}")
+
+
+_TIMESTAMP = Bound("unix seconds", 0.0, _LAST_TIME, spec="a time the agent's clock gave: after 1970, before 2242")
+
+# "Class.field" -> bound, for every numeric field of the dataclasses above.
+FIGURE_BOUNDS: Dict[str, Bound] = {
+    "DriveReading.capacity_bytes": _capacity(("ssd_capacity_bytes",)),
+    "DriveReading.physical_capacity_bytes": _capacity(()),
+    "DriveReading.logical_sector_bytes": Bound("bytes", 512, 65536, integer=True, spec=(
+        "NVMe LBA Data Size 2**LBADS with LBADS >= 9; ATA and SCSI drives format 512..4096 bytes "
+        "plus at most 128 bytes of protection information")),
+    "DriveReading.life_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_life_left_ratio",), spec=(
+        f"{_RATIO}: NVMe Percentage Used may pass 100, life left then stays at 0")),
+    "DriveReading.spare_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_left_ratio",), spec=(
+        f"{_RATIO}: NVMe Available Spare is a normalised percent, 0..100")),
+    "DriveReading.spare_threshold_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_threshold_ratio",), spec=(
+        f"{_RATIO}: NVMe Available Spare Threshold, 0..100 percent")),
+    "DriveReading.bad_block_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_bad_block_ratio",), spec=(
+        f"{_RATIO}: bad blocks of all blocks")),
+    "DriveReading.defects": DEFAULT_DEFECT_BOUND,  # per type: DEFECT_BOUNDS
+    "DriveReading.media_errors": Bound("count", 0, MAX_EVENTS, integer=True, sentinel_bits=SENTINEL_BITS,
+                                       relative="events", metrics=("ssd_media_errors_total",), spec=(
+        "NVMe Media and Data Integrity Errors (128-bit), SCSI total uncorrected errors: "
+        f"{_EVENT_COUNT}")),
+    "DriveReading.critical_warning": Bound("bit field", 0, 255, integer=True, metrics=("ssd_nvme_critical_warning",),
+                                           spec=(
+        "NVMe SMART / Health Information log byte 0: 8 bits (0-5 defined, 6-7 reserved; a byte "
+        "with reserved bits set is shown, not withheld: a warning must not be silenced)")),
+    "DriveReading.write_amplification": Bound("ratio", 0.1, 50.0, metrics=("ssd_write_amplification",), spec=(
+        "NAND bytes / host bytes: compressing controllers (SandForce DuraWrite) write down to a "
+        "tenth of the host's bytes; above 50 one of the counters is in another unit")),
+    "DriveReading.host_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, relative="volume",
+                                             metrics=("ssd_host_written_bytes_total",), spec=(
+        "at most capacity x 100,000 full writes (SLC's rated P/E) and power-on time x link speed")),
+    "DriveReading.host_read_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, relative="volume",
+                                          metrics=("ssd_host_read_bytes_total",), spec=(
+        "at most capacity x 100,000 and power-on time x link speed")),
+    "DriveReading.nand_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, relative="volume",
+                                             metrics=("ssd_nand_written_bytes_total",), spec=(
+        "at most capacity x 100,000 full writes (SLC's rated P/E) and power-on time x link speed")),
+    "DriveReading.power_on_seconds": Bound("seconds", 0, MAX_POWER_ON_SECONDS, integer=True,
+                                           metrics=("ssd_power_on_seconds_total",), spec=(
+        "20 years: flash drives are rated for 3 to 5, warranted for at most 10")),
+    "DriveReading.power_cycles": Bound("count", 0, MAX_POWER_CYCLES, integer=True, sentinel_bits=SENTINEL_BITS,
+                                       metrics=("ssd_power_cycles_total",), spec=(
+        "ATA 12 Power_Cycle_Count (48-bit raw), NVMe Power Cycles (128-bit): at most one a second "
+        "for 20 years")),
+    "DriveReading.tool_exit_status": Bound("status", 0, 255, integer=True, spec=(
+        "a process exit status is 8 bits (POSIX wait status); smartctl's is a bitmask in them")),
+    "Temperature.celsius": _temperature(("ssd_temperature_celsius",)),
+    "Temperature.max_celsius": _temperature(()),
+    "Temperature.limit_celsius": _temperature(("ssd_temperature_limit_celsius",)),
+    "Voltage.volts": _volts(("ssd_voltage_volts",)),
+    "Voltage.max_volts": _volts(()),
+    "IoStats.reads_completed": _io("count", 2**64 - 1, "ssd_io_reads_completed_total", "reads completed"),
+    "IoStats.reads_merged": _io("count", 2**64 - 1, "ssd_io_reads_merged_total", "reads merged"),
+    "IoStats.read_bytes": _io("bytes", 2**64 * 512, "ssd_io_read_bytes_total", "sectors read x 512"),
+    "IoStats.read_time_seconds": _io("seconds", 2**64 / 1000, "ssd_io_read_time_seconds_total", "ms reading / 1000"),
+    "IoStats.writes_completed": _io("count", 2**64 - 1, "ssd_io_writes_completed_total", "writes completed"),
+    "IoStats.writes_merged": _io("count", 2**64 - 1, "ssd_io_writes_merged_total", "writes merged"),
+    "IoStats.written_bytes": _io("bytes", 2**64 * 512, "ssd_io_written_bytes_total", "sectors written x 512"),
+    "IoStats.write_time_seconds": _io("seconds", 2**64 / 1000, "ssd_io_write_time_seconds_total",
+                                      "ms writing / 1000"),
+    "IoStats.in_flight": _io("count", 2**32 - 1, "ssd_io_in_flight", "I/Os in flight (unsigned int)"),
+    "IoStats.io_time_seconds": _io("seconds", 2**64 / 1000, "ssd_io_busy_seconds_total", "ms doing I/O / 1000"),
+    "IoStats.weighted_io_time_seconds": _io("seconds", 2**64 / 1000, "ssd_io_weighted_time_seconds_total",
+                                            "weighted ms doing I/O / 1000"),
+    "IoStats.discards_completed": _io("count", 2**64 - 1, "ssd_io_discards_completed_total", "discards completed"),
+    "IoStats.discarded_bytes": _io("bytes", 2**64 * 512, "", "sectors discarded x 512"),
+    "IoStats.discard_time_seconds": _io("seconds", 2**64 / 1000, "", "ms discarding / 1000"),
+    "IoStats.flushes_completed": _io("count", 2**64 - 1, "ssd_io_flushes_completed_total", "flushes completed"),
+    "IoStats.flush_time_seconds": _io("seconds", 2**64 / 1000, "ssd_io_flush_time_seconds_total",
+                                      "ms flushing / 1000"),
+    # Figures the agent derives (agent/endurance.py, agent/projection.py, agent/poller.py) from
+    # the bounded ones above; their bound is that they are finite and of the right sign.
+    "Drive.rated_endurance_bytes": Bound("bytes", 0.0, _FLOAT_EXACT * 2**10, low_exclusive=True,
+                                         metrics=("ssd_endurance_rated_bytes",), spec=(
+        "TBW from a cited table or configuration, or capacity (<= 2**57) x P/E cycles")),
+    "Drive.last_poll": Bound("unix seconds", 0.0, _LAST_TIME, metrics=("ssd_last_poll_timestamp_seconds",),
+                             spec="per collector: when it read the drive (the agent's clock)"),
+    "Projection.wearout_timestamp": Bound("unix seconds", 0.0, float("inf"), metrics=(
+        "ssd_projected_wearout_timestamp_seconds",), spec="a projection: finite, after 1970"),
+    "Projection.endurance_remaining_bytes": Bound("bytes", -_FLOAT_EXACT * 2**10, _FLOAT_EXACT * 2**10, metrics=(
+        "ssd_endurance_remaining_bytes",), spec="rated or observed endurance minus bytes written: below 0 once past it"),
+    "Projection.write_rate_bytes_per_second": Bound("bytes/second", 0.0, 32e9, metrics=(
+        "ssd_write_rate_bytes_per_second",), spec="a smoothed host write rate: at most the fastest link (PCIe 5.0 x8)"),
+    "Projection.inputs": Bound("various", -float("inf"), float("inf"), spec=(
+        "the figures a projection used, each bounded where it came from; shown in the API only")),
+    "CollectorStatus.duration_seconds": Bound("seconds", 0.0, 7 * 86400.0, metrics=(
+        "ssd_collector_duration_seconds",), spec="one run: bounded by the tool timeouts, at most the longest interval (a week)"),
+    "CollectorStatus.last_run": _TIMESTAMP,
+    "CollectorStatus.errors_total": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_collector_errors_total",), spec="failures since the agent started"),
+    "Snapshot.created": _TIMESTAMP,
+    "Snapshot.history_recorded": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_history_samples_recorded_total",), spec="samples since the agent started"),
+    "Snapshot.history_pending": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_history_samples_pending",), spec="samples waiting for a write"),
+    "Snapshot.history_dropped": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_history_samples_dropped_total",), spec="samples SQLite refused, by reason"),
+}
+
+# Fields that are not figures although their type could hold one, each with the reason.
+NOT_FIGURES: Dict[str, str] = {
+    "Snapshot.syncwrite": "collectors.syncwrite.SyncWriteResult values, bounded in that module",
+}
+
+
+def figure_bound(key: str, defect: Optional[str] = None) -> Bound:
+    """The bound of ``Class.field`` (for ``DriveReading.defects``, of the defect type)."""
+    if defect is not None:
+        return DEFECT_BOUNDS.get(defect, DEFAULT_DEFECT_BOUND)
+    return FIGURE_BOUNDS[key]

@@ -31,7 +31,9 @@ import os
 import re
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from collectors import numbers
 from collectors.diskstats import drive_device_for
+from collectors.failures import FailureLog
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
@@ -45,7 +47,17 @@ from collectors.model import (
     WriteCacheState,
 )
 from collectors.runner import ToolResult, run_tool
-from collectors.source import Command, HelperChecks, Refused, Report, RunResult, Source, SourceContext, SourceSpec, built
+from collectors.source import (
+    Command,
+    HelperChecks,
+    Refused,
+    Report,
+    RunResult,
+    Source,
+    SourceContext,
+    SourceSpec,
+    built,
+)
 
 SOURCE_SYSFS_QUEUE = "sysfs_queue"
 SOURCE_SCSI_CACHE_TYPE = "scsi_cache_type"
@@ -126,6 +138,7 @@ def _hdparm_lines(text: str) -> List[Tuple[int, str]]:
     return out
 
 
+@numbers.guarded("hdparm -W")
 def parse_hdparm_w(text: str) -> WriteCacheState:
     """Parse ``hdparm -W <one device>`` (stdout, optionally followed by stderr).
 
@@ -141,6 +154,7 @@ def parse_hdparm_w(text: str) -> WriteCacheState:
     return _hdparm_block(body, label)
 
 
+@numbers.guarded("hdparm -W")
 def parse_hdparm_w_multi(text: str) -> Dict[str, WriteCacheState]:
     """Parse ``hdparm -W <dev> <dev> ...`` stdout into states keyed by the device as printed.
 
@@ -196,6 +210,7 @@ def _single_value(text: str, what: str) -> str:
     return lines[0]
 
 
+@numbers.guarded("queue/write_cache")
 def parse_sysfs_write_cache(text: str) -> WriteCacheState:
     """Parse ``/sys/block/<dev>/queue/write_cache``: the kernel's view."""
     value = _single_value(text, "queue/write_cache")
@@ -204,6 +219,7 @@ def parse_sysfs_write_cache(text: str) -> WriteCacheState:
     return WriteCacheState(_QUEUE_STATES[value], SOURCE_SYSFS_QUEUE)
 
 
+@numbers.guarded("cache_type")
 def parse_scsi_cache_type(text: str) -> WriteCacheState:
     """Parse ``/sys/class/scsi_disk/<H:C:T:L>/cache_type`` (sd's copy of the WCE/RCD bits)."""
     value = _single_value(text, "cache_type")
@@ -233,6 +249,7 @@ _NVME_VWC_FID = 6
 _NVME_WCE_BIT = 0x1
 
 
+@numbers.guarded("nvme get-feature")
 def parse_nvme_feature_vwc(text: str) -> WriteCacheState:
     """Parse ``nvme get-feature -f 6 <dev>`` (stdout, optionally followed by stderr)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -272,6 +289,7 @@ def parse_nvme_feature_vwc(text: str) -> WriteCacheState:
 _SMARTCTL_NO_DATA_BITS = 0x3
 
 
+@numbers.guarded("smartctl -g wcache")
 def parse_smartctl_wcache_json(data: Union[str, bytes, Mapping]) -> WriteCacheState:
     """Parse ``smartctl -g wcache --json`` output (text, bytes or the decoded object)."""
     if isinstance(data, (str, bytes)):
@@ -344,6 +362,7 @@ _WCACHE_TEXT_STATES = {
 _SMARTCTL_BANNER = re.compile(r"^(?:smartctl \d+\.\d+\b|Copyright \(C\))")
 
 
+@numbers.guarded("smartctl -g wcache")
 def parse_smartctl_wcache_text(text: str, exit_status: Optional[int] = None) -> WriteCacheState:
     """Parse ``smartctl -g wcache`` plain-text output (or any smartctl text holding that line).
 
@@ -622,6 +641,7 @@ def cache_block_device(drive: Drive, block: Mapping[str, object]) -> Optional[st
 class WriteCacheSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
+        self._failures = FailureLog(log, "write cache: ")  # one line per distinct failure
         config = ctx.config
         self.reader = WriteCacheReader(
             sysfs_root=config.paths.sysfs,
@@ -654,8 +674,7 @@ class WriteCacheSource(Source):
             for s in got:
                 if s.state == "unknown" and s.detail:
                     errors.append(f"{drive.device} {s.source}: {s.detail}")
-        for e in errors:
-            log.warning("write cache: %s", e)
+        self._failures.run(errors)
         self._states = states
         return RunResult(tuple(errors))
 

@@ -33,13 +33,14 @@ from hypothesis import strategies as st
 from agent.config import ConfigError, load_config
 from agent.privhelper import PROTOCOL_VERSION, HelperRunner, ProbeHelper, Refused, Validator
 from agent.webconfig import WebConfigError, parse_web_config
-from collectors import blockdev, diskstats, shannon, smartctl, write_cache
+from collectors import blockdev, diskstats, evidence, shannon, smartctl, write_cache
 from collectors.fusionio import parse as fusionio_parse
+from collectors.model import DriveReading, ParseError
 from collectors.nvme_vendor import nvme_cli
 from collectors.plugin.contract import parse_document
-from collectors.smartctl import text_report as smartctl_text
-from collectors.model import ParseError
 from collectors.runner import ToolResult
+from collectors.smartctl import text_report as smartctl_text
+from tests.bounds import reading_violations
 from tests.conftest import FIXTURES, ROOT, fixture_files, read_fixture
 
 # SSDFLEET_FUZZ_SCALE=10 runs ten times the examples (a longer hunt than the test suite's).
@@ -150,14 +151,19 @@ BLOCK_FILES = [
 
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?")
 _REPLACEMENTS = [b"0", b"-1", b"-0", b"1.5", b"18446744073709551616", b"1e308", b"1e999", b"NaN",
-                 b"99999999999999999999999999999999", b"0x1F", b"", b"--", b"\xff", b"1,000"]
+                 b"99999999999999999999999999999999", b"0x1F", b"", b"--", b"\xff", b"1,000",
+                 # all ones of 16, 32, 48 and 64 bits, INT64_MAX, a byte of 256 and 4096, 1e178 and
+                 # 10**3239 (beyond float range), 5,000 digits (past Python 3.11's int() limit)
+                 b"65535", b"4294967295", b"281474976710655", b"18446744073709551615", b"9223372036854775807",
+                 b"256", b"4096", b"1e178", b"1" + b"0" * 178, b"1" + b"0" * 3239, b"9" * 5000]
 
 
 @st.composite
 def mutated(draw, seeds: Sequence[bytes]) -> bytes:
     data = bytearray(draw(st.sampled_from(list(seeds))))
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["flip", "delete_line", "dup_line", "truncate", "number", "insert"]))
+        kind = draw(st.sampled_from(["flip", "delete_line", "dup_line", "truncate", "number", "number", "insert",
+                                     "nest"]))
         if kind == "flip" and data:
             i = draw(st.integers(0, len(data) - 1))
             data[i] ^= 1 << draw(st.integers(0, 7))
@@ -180,6 +186,10 @@ def mutated(draw, seeds: Sequence[bytes]) -> bytes:
         elif kind == "insert":
             i = draw(st.integers(0, len(data)))
             data[i:i] = draw(st.binary(max_size=16) | st.sampled_from([b"\n", b": ", b"=", b"\t", b"{", b"]"]))
+        elif kind == "nest":  # deeper than the interpreter's recursion limit (1,000), or not;
+            # 100,000 deep is in the reproducers below (PyYAML takes seconds to refuse it)
+            depth = draw(st.sampled_from([10, 2000]))
+            data = bytearray(draw(st.sampled_from([b"[", b'{"a":'])) * depth + data)
     return bytes(data)
 
 
@@ -297,10 +307,27 @@ PARSERS: Dict[str, tuple] = {
 }
 
 
+# Parsers whose readings their source passes through evidence.contain (the others call it
+# themselves): their readings are checked after it.
+_CONTAINED_BY_SOURCE = ("fusionio.", "plugin.")
+
+
+def _within_bounds(name: str, result: Any) -> None:
+    """Every reading a parser returns is within the bounds table (collectors/model.py)."""
+    readings = result if isinstance(result, list) else [result]
+    for reading in readings:
+        if isinstance(reading, DriveReading):
+            if name.startswith(_CONTAINED_BY_SOURCE):
+                reading = evidence.contain(reading)
+            assert reading_violations(reading) == [], (name, reading_violations(reading))
+
+
 def _check(name: str, fn: Callable[[Any], Any], data: Any, allowed: type) -> Any:
     EXAMPLES[name] += 1
     try:
-        return fn(data)
+        result = fn(data)
+        _within_bounds(name, result)
+        return result
     except allowed:
         return None  # the parser's own, clear refusal
     except Exception as exc:
@@ -586,3 +613,46 @@ def test_fixed_escape_helper_answer_stdout_not_a_string():
     result = HelperRunner._result(("smartctl",), b'{"version": 1, "stdout": 5}', 0.0,
                                   lambda why: ToolResult(("smartctl",), None, b"", b"", 0.0, error=why))
     assert result.error and "unreadable answer" in result.error
+
+
+# Issue 26: integers Python cannot convert and nesting deeper than the recursion limit escaped
+# 19 parser entry points as ValueError, OverflowError or RecursionError (a traceback every poll;
+# for fio-status, every card lost). One reproducer per kind; each must now be a ParseError.
+
+_HUGE = "9" * 5000  # over Python 3.11's 4,300-digit int() limit
+
+
+@pytest.mark.parametrize("name,call", [
+    ("smartctl text banner", lambda: smartctl_text.parse_smartctl_text_reading(
+        read_fixture("fakehost/smartctl-version.txt").decode().replace("7.", _HUGE + ".", 1) + "\n")),
+    ("smartctl JSON nested", lambda: smartctl.parse_smartctl_json(b"[" * 100_000)),
+    ("smartctl scan JSON nested", lambda: smartctl.parse_scan_json(b'{"a":' * 100_000)),
+    ("smartctl JSON 5,000 digits", lambda: smartctl.parse_smartctl_json(
+        read_fixture("fakehost/scrutiny__smart-nvme.json").replace(b'"media_errors": 0', f'"media_errors": {_HUGE}'.encode()))),
+    ("shannon -a 5,000 digits", lambda: shannon.parse_status_a(
+        read_fixture("shannon/seed000__status-a_9h.txt").decode().replace("Power cycles: 3", f"Power cycles: {_HUGE}"))),
+    ("fio-status 5,000 digits", lambda: fusionio_parse.parse_status(
+        read_fixture("fusionio/remixvsl__iodrive2-1t2_vsl3.2.16.txt").decode().replace("2353515625", _HUGE))),
+    ("nvme smart-log nested", lambda: nvme_cli.parse_smart_log_json(b"[" * 100_000, "/dev/nvme0")),
+    ("hdparm 5,000 digits", lambda: write_cache.parse_hdparm_w(f"\n/dev/sda:\n write-caching = {_HUGE} (on)\n")),
+    ("diskstats 5,000 digits", lambda: diskstats.parse_diskstats(f"   8       0 sda {_HUGE} 0 0 0 0 0 0 0 0 0 0\n")),
+    ("webconfig nested", lambda: parse_web_config("[" * 5000, str(WEBCONFIG_DIR))),
+])
+def test_fixed_escape_huge_integers_and_deep_nesting(name, call):
+    with pytest.raises((ParseError, WebConfigError)):
+        call()
+
+
+def test_fixed_escape_integers_beyond_float_range_are_withheld_not_raised():
+    """10**3239 where a float is compared (a temperature, an ATA raw value, a capacity) is an
+    impossible value, withheld with its reason; the rest of the report is read."""
+    doc = json.loads(read_fixture("fakehost/scrutiny__smart-ata-full.json"))
+    doc["temperature"] = {"current": 10**3239}
+    doc["user_capacity"] = {"bytes": 10**3239}
+    for row in doc["ata_smart_attributes"]["table"]:
+        if row["id"] == 5:
+            row["raw"]["value"] = 10**3239
+    reading = smartctl.normalise_smartctl(doc, "/dev/sda")
+    assert reading.capacity_bytes is None and "capacity_bytes_withheld" in reading.extra
+    assert "reallocated" not in reading.defects  # the drive temperature falls back to attribute 194
+    assert reading.power_on_seconds and reading.host_written_bytes and reading_violations(reading) == []

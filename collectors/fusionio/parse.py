@@ -48,8 +48,10 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from collectors import numbers
 from collectors.model import DriveReading, ParseError, Temperature, Voltage
 
 KIND = "fusionio"
@@ -76,20 +78,32 @@ _ATTACHED_AS = re.compile(r"Attached as '([a-z]+)'")
 _VSU = re.compile(r"^(fio[a-z]+):")
 _PLP = re.compile(r"^Powerloss protection:\s*(\S+)")
 
-_TEMP_RANGE = (-40.0, 150.0)
+# A rating beyond 2**57 bytes of capacity written 100,000 times is no rating (evidence.py).
+_MAX_RATED_BYTES = 2**57 * 100_000
 
 
 def _number(text: str, line: str) -> float:
-    value = float(text.replace(",", ""))
-    if not math.isfinite(value):
-        raise ParseError(f"not a finite number in {line!r}")
-    return value
+    """A decimal the regular expressions matched; beyond float range it is infinite, which the
+    bounds withhold (``line`` names it when it is not a number at all)."""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        raise ParseError(f"not a number in {numbers.quote(line)}") from None
+
+
+def _gigabytes(text: str) -> float:
+    """``1205.00`` GBytes in bytes; a figure beyond float range is infinite, and withheld."""
+    value = float(text.replace(",", "")) * 1e9
+    return int(round(value)) if math.isfinite(value) else value
 
 
 def _integer(text: str, line: str) -> int:
     if not re.fullmatch(r"[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+", text):
-        raise ParseError(f"badly grouped number {text!r} in {line!r}")
-    return int(text.replace(",", ""))
+        raise ParseError(f"badly grouped number {numbers.quote(text)} in {numbers.quote(line)}")
+    digits = text.replace(",", "")
+    if len(digits) > numbers.MAX_DIGITS:  # grouped digits slip past the guard's scan
+        raise ParseError(f"a number of {len(digits):,} digits in {numbers.quote(line)}")
+    return int(digits)
 
 
 def _blocks(text: str) -> List[List[str]]:
@@ -107,12 +121,32 @@ def _blocks(text: str) -> List[List[str]]:
     return blocks
 
 
+@dataclass(frozen=True)
+class StatusReport:
+    """What one ``fio-status`` call says: a reading per module it could read, and for each
+    module block it could not, its control device and why (``("fct1", "no serial number ...")``)."""
+
+    readings: Tuple[DriveReading, ...]
+    unreadable: Tuple[Tuple[str, str], ...] = ()
+
+
+@numbers.guarded("fio-status")
 def parse_status(text: str) -> List[DriveReading]:
     """Every ioMemory module ``fio-status [-a]`` lists, as readings (control device order).
 
     Raises :class:`ParseError` for text that is not fio-status output at all, or that holds
-    a module block whose figures cannot be read; returns ``[]`` for a host with no devices
-    (``Found 0 ioMemory devices``)."""
+    a module block that cannot be read; returns ``[]`` for a host with no devices
+    (``Found 0 ioMemory devices``). :func:`read_status` keeps the modules it can read."""
+    report = read_status(text)
+    if report.unreadable:
+        raise ParseError(": ".join(report.unreadable[0]))
+    return list(report.readings)
+
+
+@numbers.guarded("fio-status", scan=False)  # each module block is scanned on its own
+def read_status(text: str) -> StatusReport:
+    """Like :func:`parse_status`, but one module block that cannot be read costs that module
+    only: the host's other cards are still read (one call lists them all)."""
     if "\x00" in text:
         raise ParseError("binary data in fio-status output")
     blocks = _blocks(text)
@@ -155,9 +189,18 @@ def parse_status(text: str) -> List[DriveReading]:
     if not recognised:
         first = next((b[0] for b in blocks), "")
         raise ParseError(f"not fio-status output: {first[:80]!r}")
-    return [_module(fct, state, lines, adapters.get(fct), driver) for fct, state, lines in modules]
+    readings: List[DriveReading] = []
+    unreadable: List[Tuple[str, str]] = []
+    for fct, state, lines in modules:
+        try:
+            readings.append(_module(fct, state, lines, adapters.get(fct), driver))
+        except ParseError as exc:
+            unreadable.append((fct, str(exc).removeprefix(f"{fct}: ")))
+    return StatusReport(tuple(readings), tuple(unreadable))
 
 
+
+@numbers.guarded("its block")  # what Python refuses in one block costs that module only
 def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[str]) -> DriveReading:
     sources: Dict[str, str] = {}
     extra: Dict[str, str] = {"fio_state": state.strip()}
@@ -197,26 +240,24 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
             continue
         m = _SIZE.match(line)
         if m:
-            capacity = int(round(_number(m.group(1), line) * 1e9))
-            sources["capacity_bytes"] = f"{TOOL} '{m.group(1)} GBytes device size' (GBytes = 10^9 bytes)"
+            capacity = _gigabytes(m.group(1))
+            sources["capacity_bytes"] = f"{TOOL} '{numbers.quote(m.group(1))[1:-1]} GBytes device size' (GBytes = 10^9 bytes)"
             if m.group(2):
-                physical_capacity = int(round(_number(m.group(2), line) * 1e9))
+                physical_capacity = _gigabytes(m.group(2))
             continue
         m = _FORMAT.match(line)
         if m:
             sectors, sector_bytes = _integer(m.group(1), line), int(m.group(2))
             if sector_bytes not in (512, 4096, 520, 4160):
-                raise ParseError(f"{fct}: sector size {sector_bytes} in {line!r}")
+                raise ParseError(f"{fct}: sector size {numbers.show(sector_bytes)} in {numbers.quote(line)}")
             capacity = sectors * sector_bytes
             sources["capacity_bytes"] = f"{TOOL} 'Format: {m.group(1)} sectors of {sector_bytes} bytes'"
             continue
         m = _TEMP.match(line)
         if m:
+            # an impossible figure is withheld by evidence.contain, with its reason
             celsius = _number(m.group(2), line)
             high = _number(m.group(3), line) if m.group(3) else None
-            for t in (celsius, high):
-                if t is not None and not _TEMP_RANGE[0] <= t <= _TEMP_RANGE[1]:
-                    raise ParseError(f"{fct}: impossible temperature in {line!r}")
             sensor = "controller" if m.group(1) == "Internal" else "board"
             temps.append(Temperature(sensor, celsius, max_celsius=high))
             sources[f"temperature_{sensor}"] = f"{TOOL} '{m.group(1)} temperature' degC"
@@ -230,10 +271,8 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
         m = _RESERVE.match(line)
         if m:
             status = m.group(1).strip()
-            spare = round(_number(m.group(2), line) / 100, 6)
+            spare = round(_number(m.group(2), line) / 100, 6)  # out of 0..1: withheld by contain
             spare_warn = _number(m.group(3), line) / 100 if m.group(3) else None
-            if not 0 <= spare <= 1 or (spare_warn is not None and not 0 <= spare_warn <= 1):
-                raise ParseError(f"{fct}: reserve percentage out of 0..100 in {line!r}")
             label = line.split(":")[0]
             sources["spare_left_ratio"] = f"{TOOL} '{label}: Reserves: {m.group(2)}%'"
             extra["reserve_status"] = status
@@ -246,13 +285,12 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
             continue
         m = _PBW.match(line)
         if m:
-            rated = _number(m.group(1), line)
+            rated = _number(m.group(1), line) * 1e15
             left = _number(m.group(2), line)
-            if not 0 <= left <= 100:
-                raise ParseError(f"{fct}: rated PBW remaining {left}% out of 0..100")
-            life = round(left / 100, 6)
-            sources["life_left_ratio"] = f"{TOOL} 'Rated PBW: {m.group(1)} PB, {m.group(2)}% remaining'"
-            extra["rated_pbw_bytes"] = str(int(round(rated * 1e15)))
+            life = round(left / 100, 6)  # out of 0..1: withheld by contain
+            sources["life_left_ratio"] = f"{TOOL} 'Rated PBW: {m.group(1)[:20]} PB, {m.group(2)[:20]}% remaining'"
+            if math.isfinite(rated) and 0 < rated <= _MAX_RATED_BYTES:
+                extra["rated_pbw_bytes"] = str(int(round(rated)))
             continue
         m = _VOLUME.match(line)
         if m:
@@ -274,10 +312,10 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
     if nand_written is not None and life is not None and rated_bytes:
         # The tool counts "% remaining" against these very bytes (see the module doc): a
         # volume that does not give the printed share is in some other unit or domain.
-        implied = 1 - nand_written / rated_bytes
+        implied = 1 - numbers.as_float(nand_written) / rated_bytes  # the volume may be beyond float range
         if abs(implied - life) > 0.01:
             extra["nand_written_bytes_withheld"] = (
-                f"{TOOL} 'Physical bytes written' {nand_written:,} is {nand_written / rated_bytes:.2%} of the "
+                f"{TOOL} 'Physical bytes written' {numbers.show(nand_written)} is {1 - implied:.2%} of the "
                 f"rated PBW, but the tool prints {life:.2%} remaining: not the volume the rating counts")
             sources.pop("nand_written_bytes", None)
             nand_written = None

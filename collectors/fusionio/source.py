@@ -11,6 +11,7 @@ import logging
 from typing import Dict, List, Optional, Tuple
 
 from collectors import evidence
+from collectors.failures import FailureLog
 from collectors.fusionio import parse
 from collectors.model import DriveReading, ParseError
 from collectors.runner import ToolResult, run_tool
@@ -54,6 +55,7 @@ class FusionioSource(Source):
         super().__init__(ctx)
         self.tool = FioStatus(ctx.tool_paths["fio_status"], ctx.run, ctx.config.tool_timeout_seconds)
         self._readings: Dict[str, Tuple[DriveReading, float]] = {}  # control device -> reading
+        self._failures = FailureLog(log, "fusionio: ")
 
     def run(self, budget: Optional[float] = None) -> RunResult:
         errors: List[str] = []
@@ -61,6 +63,7 @@ class FusionioSource(Source):
         has_cards = _has_cards(self.ctx.block_devices())
         result = self.ctx.probe(PROBE, self.tool.status_all)
         cards: Optional[Dict[str, DriveReading]] = None
+        unreadable: Dict[str, str] = {}  # control device -> why its block could not be read
         if result is None:
             errors.append("fio-status -a: skipped, an earlier call is stuck")
         elif not has_cards and (not result.ok_to_parse or result.exit_code != 0 or not result.stdout.strip()):
@@ -71,16 +74,35 @@ class FusionioSource(Source):
         else:
             text = result.stdout.decode("utf-8", "replace")
             try:
-                cards = {r.device: r for r in parse.parse_status(text)}
+                status = parse.read_status(text)
             except ParseError as exc:
                 errors.append(f"fio-status -a: {exc}")
-        for e in errors:
-            log.warning("fusionio: %s", e)
+            else:
+                cards = {r.device: r for r in status.readings}
+                unreadable = {f"/dev/{fct}": why for fct, why in status.unreadable}
+        self._log_outcome(errors, unreadable)
+        errors += [f"fio-status -a: {device}: {why}" for device, why in unreadable.items()]
         if cards is None:  # a failed pass keeps what was known (its age shows in data age)
             return RunResult(tuple(errors))
         found = {device: evidence.contain(reading) for device, reading in cards.items()}
-        self._readings = newest(self._readings, found, now, self.ctx.record)
+        # A module whose block could not be read this time keeps its last reading, as a failed
+        # pass does; the others are read as usual.
+        kept = {d: self._readings[d] for d in unreadable if d in self._readings and d not in found}
+        self._readings = dict(newest(self._readings, found, now, self.ctx.record), **kept)
         return RunResult(tuple(errors))
+
+    def _log_outcome(self, errors: List[str], unreadable: Dict[str, str]) -> None:
+        """One WARNING per distinct failure (collectors/failures.py), not one per poll: of the
+        call, and of each module block."""
+        for e in errors:
+            self._failures.failed("fio-status -a", e)
+        if not errors:
+            self._failures.ok("fio-status -a")
+        for device in self._failures.failing():
+            if device.startswith("/dev/") and device not in unreadable:
+                self._failures.ok(device)
+        for device, why in unreadable.items():
+            self._failures.failed(device, f"fio-status -a: {device}: {why}")
 
     def report(self) -> Report:
         return Report(readings=dict(self._readings))

@@ -25,12 +25,11 @@ What differs between nvme-cli releases (all seen in tests/fixtures/nvme-cli):
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from collectors import evidence
+from collectors import evidence, numbers
 from collectors.model import DriveReading, ParseError
 
 __all__ = [
@@ -95,10 +94,7 @@ def _decode(data: Union[bytes, str], what: str) -> Any:
         raise ParseError(f"{what}: expected text, got {type(data).__name__}")
     if not data.strip():
         raise ParseError(f"{what}: empty output")
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise ParseError(f"{what}: {exc}") from None
+    return numbers.load_json(data, what)  # long digit runs and deep nesting refused
 
 
 def _count(value: Any, key: str, what: str) -> int:
@@ -111,10 +107,11 @@ def _count(value: Any, key: str, what: str) -> int:
         if not value.is_integer():
             raise ParseError(f"{what}: {key} is not a whole number: {value!r}")
         number = int(value)
-    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() \
+            and len(value.strip()) <= numbers.MAX_DIGITS:
         number = int(value.strip())
     else:
-        raise ParseError(f"{what}: {key} is not a number: {value!r}")
+        raise ParseError(f"{what}: {key} is not a number: {numbers.quote(repr(value))}")
     if number < 0:
         raise ParseError(f"{what}: {key} is negative: {number}")
     return number
@@ -156,6 +153,7 @@ def _celsius(kelvin: Any, key: str, what: str) -> Optional[int]:
     return value - KELVIN_OFFSET
 
 
+@numbers.guarded("nvme smart-log")
 def smart_log_doc(log: Dict[str, Any], device: str, controller: Optional[NvmeController] = None) -> Dict[str, Any]:
     """``nvme smart-log -o json`` as the dict ``smartctl --json`` prints for the same drive."""
     what = "nvme smart-log JSON"
@@ -216,6 +214,7 @@ def smart_log_doc(log: Dict[str, Any], device: str, controller: Optional[NvmeCon
     return doc
 
 
+@numbers.guarded("nvme smart-log")
 def parse_smart_log_json(
     data: Union[bytes, str], device: str, controller: Optional[NvmeController] = None
 ) -> DriveReading:
@@ -374,6 +373,7 @@ def _ns_order(ns: NvmeNamespace) -> Tuple[int, str]:
     return (ns.nsid if ns.nsid is not None else 1 << 32, ns.name)
 
 
+@numbers.guarded("nvme list")
 def parse_list_json(data: Union[bytes, str]) -> List[NvmeController]:
     """Parse ``nvme list -o json`` (either layout) into controllers, namespaces folded in.
     ``{"Devices": []}`` (no NVMe devices) is an empty list, not an error."""
@@ -393,6 +393,7 @@ def parse_list_json(data: Union[bytes, str]) -> List[NvmeController]:
 _ID_CTRL_LINE = re.compile(r"^(?P<key>[a-z][a-z0-9]*(?:\s+\d+)?)\s*:\s?(?P<value>.*)$")
 
 
+@numbers.guarded("nvme id-ctrl")
 def parse_id_ctrl_text(text: Union[bytes, str]) -> Dict[str, str]:
     """``nvme id-ctrl DEVICE`` (plain text) as ``{field: value}``, values stripped.
 
@@ -420,6 +421,7 @@ def parse_id_ctrl_text(text: Union[bytes, str]) -> Dict[str, str]:
     return fields
 
 
+@numbers.guarded("nvme id-ctrl")
 def id_ctrl_identity(fields: Dict[str, str]) -> Dict[str, Any]:
     """Identity and temperature thresholds from :func:`parse_id_ctrl_text`. ``wctemp`` /
     ``cctemp`` are kelvin; 0 means the controller does not report one."""
@@ -464,6 +466,7 @@ _INTEL_NEW = re.compile(r"^(?P<id>0x[0-9a-fA-F]{2})\s+(?P<key>[a-z0-9_]+)\s+(?P<
 _WEAR = re.compile(r"min:\s*(\d+),\s*max:\s*(\d+),\s*avg:\s*(\d+)")
 
 
+@numbers.guarded("nvme intel smart-log-add")
 def parse_intel_smart_log_add(text: Union[bytes, str]) -> Dict[str, IntelSmartEntry]:
     """Both layouts of the Intel plugin's additional SMART log, keyed by the printed name."""
     if isinstance(text, bytes):
@@ -495,6 +498,7 @@ def parse_intel_smart_log_add(text: Union[bytes, str]) -> Dict[str, IntelSmartEn
     return out
 
 
+@numbers.guarded("nvme intel smart-log-add")
 def intel_smart_fields(entries: Dict[str, IntelSmartEntry]) -> Dict[str, Any]:
     """DriveReading-shaped values from the Intel log: defect counts and wear-levelling spread.
 

@@ -11,6 +11,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from collectors import evidence
+from collectors.failures import FailureLog
 from collectors.model import KIND_NVME, DriveReading, ParseError
 from collectors.nvme_vendor import vendor as vendors
 from collectors.runner import ToolResult
@@ -60,6 +61,7 @@ _NOT_SUPPORTED = re.compile(
 class NvmeVendorSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
+        self._failures = FailureLog(log, "nvme_vendor: ")  # one line per distinct failure
         self.probe = NvmeVendorProbe(ctx.tool_paths["nvme"], ctx.run, ctx.config.tool_timeout_seconds)
         self._readings: Dict[str, Tuple[DriveReading, float]] = {}
         self._skip: Dict[str, str] = {}  # controller -> why its vendor log cannot be read
@@ -123,8 +125,7 @@ class NvmeVendorSource(Source):
             known.update(newest(self._readings, {reading.identity: reading}, now))
             for name, why in figures.withheld.items():
                 log.info("%s: %s withheld: %s", controller, name, why)
-        for e in errors:
-            log.warning("nvme_vendor: %s", e)
+        self._failures.run(errors)
         self._readings = known
         return RunResult(tuple(errors), tuple(unread))
 

@@ -61,7 +61,7 @@ import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 
-from collectors import evidence
+from collectors import evidence, numbers
 from collectors.model import KIND_SHANNON, DriveReading, ParseError, Temperature, Voltage
 from collectors.runner import ToolResult, run_tool
 
@@ -147,7 +147,7 @@ _A_QUALIFIER_RE = re.compile(r"^(max|warn at)\s+(.+)$", re.IGNORECASE)
 
 
 def _bad(context: str, value: str, what: str) -> ParseError:
-    return ParseError(f"{context}: {value!r} is not {what}")
+    return ParseError(f"{context}: {numbers.quote(value)} is not {what}")
 
 
 def _decimal(text: str, context: str, what: str) -> Decimal:
@@ -206,8 +206,8 @@ def _volts(value: str, context: str, allow_bare: bool = False) -> float:
 
 
 def _integer(value: str, context: str) -> int:
-    if not _INT_RE.match(value):
-        raise _bad(context, value, "a whole number")
+    if not _INT_RE.match(value) or len(value) > numbers.MAX_DIGITS:
+        raise _bad(context, value, "a whole number of at most 4,300 digits")
     return int(value)
 
 
@@ -294,7 +294,7 @@ class _Card:
                          "shannon (static_bad_blocks + dynamic_bad_blocks) / (channels x lunsets x luns x eblocks)")
         nand, host = self.fields.get("nand_written_bytes"), self.fields.get("host_written_bytes")
         if self.fields.get("write_amplification") is None and isinstance(nand, int) and isinstance(host, int) and host > 0:
-            ratio = nand / host
+            ratio = numbers.as_float(nand) / numbers.as_float(host)  # either may be beyond float range
             low, high = WRITE_AMPLIFICATION_RANGE
             if low <= ratio <= high:
                 # shannon-status prints it with 4 decimals; the same rounding here
@@ -458,6 +458,7 @@ class _Listing:
         return False
 
 
+@numbers.guarded("shannon-status")
 def parse_status_p(text: str) -> list[DriveReading]:
     """Parse ``shannon-status -p <dev>`` (gen 1) or ``shannon-status -p -a`` (gen 2).
 
@@ -564,6 +565,7 @@ def _a_value(key: str, value: str) -> str:
     return value
 
 
+@numbers.guarded("shannon-status")
 def parse_status_a(text: str) -> list[DriveReading]:
     """Parse ``shannon-status -a``: the human-readable report of one or several cards (driver
     2.6.x), or, on newer drivers whose ``-a`` prints the key=value layout of ``-p -a``
@@ -617,6 +619,7 @@ def _is_key_value(text: str) -> bool:
     return False
 
 
+@numbers.guarded("shannon-status")
 def parse_card_list(text: str) -> list[str]:
     """Control device nodes (``/dev/scta``) named in ``shannon-status -a`` output.
 
@@ -734,6 +737,7 @@ _SYSFS_TEXT_EXTRA = {"seu_flag": "seu_flag", "readonly_reason": "readonly_reason
                      "reduced_write_reason": "reduced_write_reason", "pci_info/pci_address": "pci_address"}
 
 
+@numbers.guarded("shannon sysfs")
 def parse_sysfs(files: Mapping[str, str], block_device: str) -> DriveReading:
     """Partial reading from the driver's sysfs files of one card.
 

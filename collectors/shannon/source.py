@@ -8,8 +8,9 @@ import logging
 from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
-from collectors.shannon import parse as shannon
+from collectors.failures import FailureLog
 from collectors.model import DriveReading, ParseError
+from collectors.shannon import parse as shannon
 from collectors.source import (
     Command,
     HelperChecks,
@@ -53,6 +54,7 @@ class ShannonSource(Source):
 
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
+        self._failures = FailureLog(log, "shannon: ")  # one line per distinct failure
         self.tool = shannon.ShannonProbe(
             tool=ctx.tool_paths["shannon_status"], runner=ctx.run,
             timeout=ctx.config.tool_timeout_seconds, sysfs_root=ctx.config.paths.sysfs)
@@ -156,8 +158,7 @@ class ShannonSource(Source):
                 errors.append(f"shannon-status: not usable ({self.tool.tool}) and no driver sysfs for {', '.join(unread)}")
             else:
                 log.debug("shannon-status missing; read %s from the driver's sysfs", ", ".join(uncovered))
-        for e in errors:
-            log.warning("shannon: %s", e)
+        self._failures.run(errors)
         # Keyed by the card's identity, not the path it was read through: a card read by the
         # tool one run and from sysfs the next stays one record, its counters compared across.
         by_identity = {reading.identity: reading for reading in cards.values()}

@@ -83,7 +83,7 @@ def vocabulary(
         # bound of the one it shipped with. Where the two databases print the same names the
         # comparison changes nothing; where they differ, the report's is the newer one.
         svn = (doc.get("smartctl") or {}).get("svn_revision") if isinstance(doc.get("smartctl"), dict) else None
-        report_revision = int(svn) if isinstance(svn, str) and svn.isdigit() else None
+        report_revision = int(svn) if isinstance(svn, str) and svn.isdigit() and len(svn) <= 9 else None
     theirs_newer = isinstance(report_revision, int) and report_revision > db.revision
     out = []
     for attr in table:

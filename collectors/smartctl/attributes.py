@@ -485,11 +485,18 @@ def find_rule(attr_id: int, name: str, drive: str = "") -> Optional[AttributeRul
 def _leading_int(text: Optional[str]) -> Optional[int]:
     if not text:
         return None
-    match = re.match(r"\s*(\d+)", text)
+    match = re.match(r"\s*(\d{1,20})(?!\d)", text)  # 20 digits hold the widest raw field (64 bits)
     return int(match.group(1)) if match else None
 
 
+# The widest raw value smartctl can print for an attribute: its raw56/raw64 formats join the
+# reserved byte and the normalized value to the 48-bit raw field. Anything larger is garbage.
+_RAW_LIMIT = 2**64
+
+
 def _read(rule: AttributeRule, attr: Attribute, sector_bytes: int) -> Optional[Tuple[float, str]]:
+    if (attr.raw is not None and attr.raw >= _RAW_LIMIT) or (attr.normalized is not None and attr.normalized >= _RAW_LIMIT):
+        return None  # not a value the attribute's fields can hold
     """The value of ``attr`` under ``rule`` in base units, or None when implausible."""
     if rule.unit == PERCENT:
         column = rule.value

@@ -21,13 +21,12 @@ output and must still be parsed.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from collectors import evidence
+from collectors import evidence, numbers
 from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from collectors.runner import ToolResult, run_tool
 from collectors.smartctl import ata, passthrough
@@ -109,6 +108,9 @@ def _lookup(doc: Any, path: str, kind: str) -> Any:
     return node
 
 
+_MAX_128_BIT_DIGITS = len(str(2**128 - 1))  # 39
+
+
 def _big_counter(log: Dict[str, Any], key: str, path: str) -> Optional[int]:
     """A counter that may exceed 64 bits (NVMe log fields are 128-bit). smartctl adds
     ``KEY_s`` (decimal string) when the value leaves the JSON-safe 53-bit range and
@@ -116,14 +118,16 @@ def _big_counter(log: Dict[str, Any], key: str, path: str) -> Optional[int]:
     text = log.get(key + "_s")
     if text is not None:
         if not isinstance(text, str) or not (text.strip().isascii() and text.strip().isdigit()):
-            raise ParseError(f"smartctl JSON: {path}.{key}_s is not a decimal string: {text!r}")
+            raise ParseError(f"smartctl JSON: {path}.{key}_s is not a decimal string: {numbers.quote(str(text))}")
+        if len(text.strip()) > _MAX_128_BIT_DIGITS:
+            raise ParseError(f"smartctl JSON: {path}.{key}_s has {len(text.strip()):,} digits, more than a 128-bit field")
         return int(text)
     little = log.get(key + "_le")
     if little is not None:
-        if not isinstance(little, list) or not all(
+        if not isinstance(little, list) or len(little) > 16 or not all(
             isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in little
         ):
-            raise ParseError(f"smartctl JSON: {path}.{key}_le is not a byte array")
+            raise ParseError(f"smartctl JSON: {path}.{key}_le is not a byte array of a 128-bit field")
         return int.from_bytes(bytes(little), "little")
     return _lookup(log, key, "int")
 
@@ -355,14 +359,14 @@ TEMPERATURE_RANGE = (-40.0, 150.0)
 def _celsius_problem(value: Any) -> Optional[str]:
     """Why a temperature reading cannot be taken (None when it can)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"{value!r} is not a number"
-    if not math.isfinite(value):
+        return f"{numbers.quote(repr(value))} is not a number"
+    if not numbers.is_finite(value):
         return f"{value!r} is not a finite number"
     if value == 0:
         return "0 C: the drive has no sensor there"
     low, high = TEMPERATURE_RANGE
     if not low <= value <= high:
-        return f"{value} C outside {low:g}..{high:g}"
+        return f"{numbers.show(value)} C outside {low:g}..{high:g}"
     return None
 
 
@@ -371,7 +375,7 @@ def _write_amplification(
     model_family: Optional[str] = None,
 ) -> Optional[float]:
     """``nand / host`` rounded, or None with the reason in ``extra`` when it is implausible."""
-    amplification = nand / host
+    amplification = numbers.as_float(nand) / numbers.as_float(host)
     compressing = bool(model_family and _COMPRESSING_FAMILY.search(model_family))
     low, high = COMPRESSING_WRITE_AMPLIFICATION_RANGE if compressing else WRITE_AMPLIFICATION_RANGE
     if not (math.isfinite(amplification) and low <= amplification <= high):
@@ -429,9 +433,17 @@ def _draft(doc: Dict[str, Any], kind: str) -> _Draft:
         temp_limit = _lookup(doc, "temperature.drive_trip", "number")
     if temp_limit == 0:
         temp_limit = None  # RAID volumes and drives without a temperature log page: trip 0
+    # Figures the others are checked and computed against are bounded first (an impossible
+    # capacity must neither refute nor pass anything, nor overflow a float on the way). The
+    # power-on time is bounded where each protocol reads it (ATA re-reads attribute 9 in the
+    # unit the drive database gives) and by evidence.contain.
+    extra: Dict[str, str] = {}
+    sector = evidence.admit("logical_sector_bytes", _lookup(doc, "logical_block_size", "int"), extra,
+                            "smartctl logical_block_size")
+    capacity = evidence.admit("capacity_bytes", capacity, extra, "smartctl user capacity")
     draft = _Draft(
         kind=kind, model=model, vendor=vendor, model_family=_lookup(doc, "model_family", "str"),
-        sector=_lookup(doc, "logical_block_size", "int"), capacity=capacity, is_ssd=is_ssd,
+        sector=sector, capacity=capacity, is_ssd=is_ssd, extra=extra,
         power_on_seconds=power_on_seconds, power_cycles=_lookup(doc, "power_cycle_count", "int"),
         temp_current=_lookup(doc, "temperature.current", "number"),
         temp_max=_lookup(doc, "temperature.lifetime_max", "number"), temp_limit=temp_limit,
@@ -467,7 +479,9 @@ def _nvme(doc: Dict[str, Any], d: _Draft) -> None:
     threshold = _lookup(log, "available_spare_threshold", "int")
     if threshold is not None:
         fields["spare_threshold_ratio"] = _ratio(threshold)
-    warning = _lookup(log, "critical_warning", "int")
+    # A byte outside 0..255 is no warning byte: neither it nor the read-only bit is taken.
+    warning = evidence.admit("critical_warning", _lookup(log, "critical_warning", "int"), extra,
+                             "nvme critical_warning")
     fields["critical_warning"] = warning
     if warning is not None:
         fields["readonly"] = bool(warning & 0x08)  # bit 3: the media is read-only
@@ -504,7 +518,7 @@ def _nvme(doc: Dict[str, Any], d: _Draft) -> None:
     for index, celsius in enumerate(_lookup(log, "temperature_sensors", "list") or [], start=1):
         # Unused sensor slots are skipped by smartctl; guard against nulls anyway.
         if isinstance(celsius, (int, float)) and not isinstance(celsius, bool):
-            d.sensors.append(Temperature(sensor=f"sensor_{index}", celsius=float(celsius)))
+            d.sensors.append(Temperature(sensor=f"sensor_{index}", celsius=numbers.as_float(celsius)))
 
 
 def _ata(doc: Dict[str, Any], d: _Draft) -> None:
@@ -614,8 +628,8 @@ def _scsi(doc: Dict[str, Any], d: _Draft) -> None:
             gigabytes = float(text)
         except ValueError:
             raise ParseError(f"smartctl JSON: {path} is not a number: {text!r}") from None
-        if not math.isfinite(gigabytes) or gigabytes < 0:
-            d.extra[f"{field_name}_rejected"] = f"{path} is {text!r}"
+        if not math.isfinite(gigabytes * SCSI_GIGABYTE) or gigabytes < 0:
+            d.extra[f"{field_name}_rejected"] = f"{path} is {numbers.quote(text)}"
             continue
         d.fields[field_name] = int(round(gigabytes * SCSI_GIGABYTE))
         d.sources[field_name] = f"scsi error counter log {direction} gigabytes processed x 10^9"
@@ -651,6 +665,7 @@ def _temperatures(d: _Draft) -> Tuple[Temperature, ...]:
 _READERS = {KIND_NVME: _nvme, KIND_ATA: _ata, KIND_SCSI: _scsi}
 
 
+@numbers.guarded("smartctl JSON")
 def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
     """One smartctl JSON document (or a dict in the same shape) as a :class:`DriveReading`.
 
@@ -698,6 +713,7 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
     return evidence.contain(reading)
 
 
+@numbers.guarded("smartctl JSON")
 def parse_smartctl_json(data: Union[bytes, str], device: Optional[str] = None) -> DriveReading:
     """Parse the output of ``smartctl --json ... DEVICE``."""
     if isinstance(data, bytes):
@@ -707,10 +723,7 @@ def parse_smartctl_json(data: Union[bytes, str], device: Optional[str] = None) -
             raise ParseError(f"smartctl JSON: not UTF-8 at byte {exc.start}") from None
     if not data.strip():
         raise NoSmartData("smartctl printed nothing")
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise ParseError(f"smartctl JSON: {exc}") from None
+    doc = numbers.load_json(data, "smartctl JSON")
     if not isinstance(doc, dict):
         raise ParseError(f"smartctl JSON: document is {type(doc).__name__}, expected an object")
     exit_status = _lookup(doc, "smartctl.exit_status", "int")
@@ -723,16 +736,14 @@ def parse_smartctl_json(data: Union[bytes, str], device: Optional[str] = None) -
 # --------------------------------------------------------------------------- scan
 
 
+@numbers.guarded("smartctl scan JSON")
 def parse_scan_json(data: Union[bytes, str]) -> List[ScanEntry]:
     """Parse ``smartctl --scan[-open] --json``."""
     if isinstance(data, bytes):
         data = data.decode("utf-8", errors="replace")
     if not data.strip():
         raise ParseError("smartctl scan JSON: empty output")
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise ParseError(f"smartctl scan JSON: {exc}") from None
+    doc = numbers.load_json(data, "smartctl scan JSON")
     if not isinstance(doc, dict):
         raise ParseError(f"smartctl scan JSON: document is {type(doc).__name__}, expected an object")
     devices = doc.get("devices", [])
@@ -759,6 +770,7 @@ _SCAN_LINE = re.compile(r"^(?P<name>\S+)\s+-d\s+(?P<type>\S+)(?:\s+#\s*(?P<comme
 _SCAN_PROTOCOL = re.compile(r",\s*(ATA|SCSI|NVMe)\s+device\s*$")
 
 
+@numbers.guarded("smartctl scan")
 def parse_scan_text(text: Union[bytes, str]) -> List[ScanEntry]:
     """Parse plain ``smartctl --scan`` / ``--scan-open``, one device a line::
 
@@ -794,7 +806,7 @@ def smartctl_version(version_text: Union[bytes, str]) -> Optional[Tuple[int, int
     """(major, minor) from ``smartctl --version`` (first line ``smartctl 7.3 2022-02-28 ...``)."""
     if isinstance(version_text, bytes):
         version_text = version_text.decode("utf-8", errors="replace")
-    match = re.search(r"^smartctl\s+(\d+)\.(\d+)", version_text, re.MULTILINE)
+    match = re.search(r"^smartctl\s+(\d{1,6})\.(\d{1,6})\b", version_text, re.MULTILINE)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 

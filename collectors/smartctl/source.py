@@ -127,6 +127,7 @@ class SmartctlSource(Source):
         self._slow: Set[str] = set()  # targets whose last read failed or timed out
         self._standby_skips: Dict[str, int] = {}
         self._logged: Dict[str, str] = {}  # target key -> the failure last logged
+        self._tracebacks: Set[Tuple[str, str]] = set()  # (target key, error) logged with its traceback
         self._late_errors: List[str] = []
         self._standby_max_skips = int(getattr(config, "smartctl_standby_max_skips", STANDBY_MAX_SKIPS))
 
@@ -254,8 +255,13 @@ class SmartctlSource(Source):
         try:
             outcome, value = fut.result()
         except Exception as exc:  # defensive: a parser bug is one drive's error
-            log.error("smartctl %s: unexpected error", key, exc_info=exc)
-            outcome, value = "error", f"internal error: {exc}"
+            outcome, value = "error", f"internal error: {type(exc).__name__}: {str(exc)[:300]}"
+            # The traceback once per drive and distinct error, then the one-line warning below.
+            signature = (key, re.sub(r"[0-9.]+", "#", str(value)))
+            if signature not in self._tracebacks:
+                self._tracebacks.add(signature)
+                log.error("smartctl %s: unexpected error", key, exc_info=exc)
+                self._logged[key] = re.sub(r"[0-9.]+", "#", f"{outcome}: {value}")
         error: Optional[str] = None
         unread: Optional[str] = None
         with self._lock:

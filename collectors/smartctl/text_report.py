@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from collectors import numbers
 from collectors.model import DriveReading, ParseError
 from collectors.smartctl.json_report import NoSmartData, normalise_smartctl
 
@@ -62,7 +63,7 @@ def _no_smart_data(reason: str) -> ParseError:
 # "smartctl version 5.1-11 Copyright (C) 2002-3 Bruce Allen"   (5.0/5.1 "major.minor-release")
 # "smartctl pre-7.4 2023-03-21 r5470 [x86_64-w64-mingw32-w10-22H2] (CircleCI)"
 _BANNER = re.compile(
-    r"^smartctl\s+(?:version\s+)?(?P<pre>pre-)?(?P<major>\d+)\.(?P<minor>\d+)(?:-(?P<release>\d+))?"
+    r"^smartctl\s+(?:version\s+)?(?P<pre>pre-)?(?P<major>\d{1,6})\.(?P<minor>\d{1,6})(?:-(?P<release>\d{1,6}))?"
     r"(?P<rest>.*)$"
 )
 _BANNER_REVISION = re.compile(r"\br(\d+)\b")
@@ -119,7 +120,10 @@ def _int(text: str, line_no: int, line: str) -> int:
     """
     cleaned = _INT_SEPARATORS.sub("", text.strip())
     if not re.fullmatch(r"-?\d+", cleaned):
-        raise ParseError(f"line {line_no}: expected an integer, got {text.strip()!r}: {line.strip()!r}")
+        raise ParseError(f"line {line_no}: expected an integer, got {numbers.quote(text.strip())}: "
+                         f"{numbers.quote(line.strip())}")
+    if len(cleaned) > numbers.MAX_DIGITS:  # grouped digits slip past the guard's scan
+        raise ParseError(f"line {line_no}: a number of {len(cleaned):,} digits")
     return int(cleaned)
 
 
@@ -645,6 +649,7 @@ _DEVSTAT_PAGE = re.compile(
 # --------------------------------------------------------------------------- the parser
 
 
+@numbers.guarded("smartctl text")
 def parse_smartctl_text(text: str, device: Optional[str] = None) -> Dict[str, Any]:
     """Parse one device's plain-text smartctl output into smartctl's JSON shape.
 
@@ -666,6 +671,7 @@ def parse_smartctl_text(text: str, device: Optional[str] = None) -> Dict[str, An
     return doc
 
 
+@numbers.guarded("smartctl text")
 def parse_smartctl_text_reading(text: str, device: Optional[str] = None) -> DriveReading:
     """Text output straight to the normalised record (via the JSON-side normaliser)."""
     return normalise_smartctl(parse_smartctl_text(text, device), device)
