@@ -44,8 +44,8 @@ from agent import projection as projection_mod
 from agent.config import SOURCE_KEYS, Config
 from agent.endurance import rated_endurance
 from agent.history import History, default_state_dir
-from agent.text import printable
 from agent.history_file import StateLock
+from agent.text import printable
 from collectors import blockdev, registry
 from collectors.model import (
     KIND_ATA,

@@ -41,9 +41,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from agent.config import Config
 from collectors import registry
+from collectors.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
 from collectors.smartctl import passthrough
 from collectors.source import Command, HelperChecks, Refused
-from collectors.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
 
 log = logging.getLogger("ssdfleet.privhelper")
 

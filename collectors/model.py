@@ -563,6 +563,19 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
         "ssd_history_samples_pending",), spec="samples waiting for a write"),
     "Snapshot.history_dropped": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
         "ssd_history_samples_dropped_total",), spec="samples SQLite refused, by reason"),
+    "Snapshot.history_written": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_history_samples_written_total",), spec="samples committed and synced since start"),
+    "Snapshot.history_clock_anomalies": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_history_clock_anomalies_total",), spec="wall-clock steps the history saw, by kind"),
+    "Snapshot.history_file_lost": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_history_file_lost_total",), spec="history files found deleted or replaced, by reason"),
+    "AgentStatus.config_reload_success_timestamp": Bound("s", 0, 2.0**33, metrics=(
+        "ssd_config_last_reload_success_timestamp_seconds",),
+        spec="Unix time of the last good configuration load (0 before any)"),
+    "AgentStatus.signals": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_signals_received_total",), spec="signals handled without stopping, by signal"),
+    "AgentStatus.leftover_processes_killed": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
+        "ssd_tool_leftover_processes_killed_total",), spec="processes tools left behind, killed, by how"),
 }
 
 # Fields that are not figures although their type could hold one, each with the reason.

@@ -27,7 +27,7 @@ FLAGS = frozenset({
     "ssd_drive_info", "ssd_health_data_missing", "ssd_value_withheld", "ssd_smart_healthy", "ssd_readonly",
     "ssd_write_reduced", "ssd_standby", "ssd_write_cache_state", "ssd_write_cache_enabled",
     "ssd_write_cache_expected_enabled", "ssd_write_cache_mismatch", "ssd_write_cache_flush_ignored",
-    "ssd_power_loss_protection", "ssd_drive_holds_info",
+    "ssd_power_loss_protection", "ssd_drive_holds_info", "ssd_drive_serial_shared",
 })
 # Per-drive families whose bound is not a field of the model: the age of the data at the scrape.
 OTHER_DRIVE_FAMILIES = {"ssd_data_age_seconds": (0.0, 2.0**33)}

@@ -23,7 +23,12 @@ from typing import List, Optional
 import yaml
 
 from collectors.model import DriveReading, ParseError
-from collectors.nvme_vendor.nvme_cli import parse_id_ctrl_text, parse_intel_smart_log_add, parse_list_json, parse_smart_log_json
+from collectors.nvme_vendor.nvme_cli import (
+    parse_id_ctrl_text,
+    parse_intel_smart_log_add,
+    parse_list_json,
+    parse_smart_log_json,
+)
 from collectors.smartctl import NoSmartData, parse_scan_json, parse_scan_text, parse_smartctl_json
 from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import ROOT, fixture_files

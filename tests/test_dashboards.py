@@ -50,7 +50,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import ROOT, fixture_path
 from tests.fakehost import build_default_host
 from tests.livefleet import (
-    with_syncwrite_probe,
     CARD_RACK,
     SHANNON_SERIAL,
     WORN_LIFE_LEFT_PERCENT,
@@ -58,6 +57,7 @@ from tests.livefleet import (
     LiveHost,
     build_card_rack_host,
     prepare_host,
+    with_syncwrite_probe,
     worn_card_status,
 )
 from tests.promstack import Prometheus, free_port, prometheus_binary, skip_or_fail

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from collectors.smartctl.source import use_drive_database
 from collectors.smartctl import drivedb
+from collectors.smartctl.source import use_drive_database
 
 DB = drivedb.bundled()
 

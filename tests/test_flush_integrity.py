@@ -17,8 +17,8 @@ import pytest
 from agent import durability
 from agent.metrics import make_registry
 from agent.poller import Poller
-from collectors.smartctl import text_report as smartctl_text
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, WriteCacheState
+from collectors.smartctl import text_report as smartctl_text
 from tests.conftest import fixture_path
 from tests.fakehost import AgentProcess, build_default_host
 from tests.livefleet import FAST_INTERVALS

@@ -331,9 +331,10 @@ def test_a_repeated_failure_is_one_log_line_and_counted_every_poll(tmp_path):
             counts.append({c: _sample(body, "ssd_collector_errors_total", collector=c) for c in ("smartctl", "fusionio")})
             assert metrics_violations(body)[0] == []
         # the readable modules are served: Percona's capture is two ioDrive Duos, each serial on
-        # two modules (fct0/fct2 06665, fct1/fct3 06478), so both serials stay with fct0 unreadable
+        # two modules (fct0/fct2 06665, fct1/fct3 06478). With fct0 unreadable, 06665 is fct2's
+        # alone; fct1 and fct3 are two drives with one serial, kept apart by their device.
         serials = set(re.findall(r'ssd_drive_info\{[^}]*kind="fusionio"[^}]*serial="([^"]+)"', body))
-        assert serials == {"06665", "06478"}, serials
+        assert serials == {"06665", "06478@fiob", "06478@fiod"}, serials
         assert counts[1]["fusionio"] > counts[0]["fusionio"] and counts[1]["smartctl"] > counts[0]["smartctl"]
     finally:
         agent.stop()

@@ -19,9 +19,9 @@ from typing import Any, Dict
 
 import pytest
 
-from collectors.smartctl import attributes as attrs
 from collectors.model import KIND_SCSI, ParseError
 from collectors.nvme_vendor.nvme_cli import parse_smart_log_json
+from collectors.smartctl import attributes as attrs
 from collectors.smartctl import normalise_smartctl, parse_smartctl_json
 from collectors.smartctl.text_report import parse_smartctl_text, parse_smartctl_text_reading
 from tests.conftest import fixture_files, read_fixture

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.smartctl.source import SmartTarget
 from agent.privhelper import Refused, Validator
-from collectors.smartctl import passthrough
-from collectors.smartctl import normalise_smartctl
+from collectors.smartctl import normalise_smartctl, passthrough
+from collectors.smartctl.source import SmartTarget
 
 # smartctl 7.3's -h, "-d TYPE": one example of each form, and sssraid (7.4).
 PASS_THROUGH = ["megaraid,0", "sat+megaraid,60", "aacraid,0,0,4", "cciss,3", "3ware,2", "areca,3", "areca,3/1",

@@ -162,8 +162,9 @@ def test_sysfs_only_through_the_agent(tmp_path, how):
 
 
 def test_through_the_helper_p_a_is_used_when_the_driver_has_it(tmp_path):
-    from tests.test_privhelper import HelperProcess
     import tempfile
+
+    from tests.test_privhelper import HelperProcess
 
     host = build_default_host(tmp_path)
     host.set_response("shannon-status", "-a", fixture_path(GEN2))  # `-p -a`: key is the last arg

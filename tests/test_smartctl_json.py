@@ -13,7 +13,6 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
-from collectors.smartctl import attributes as attrs
 from collectors.model import ParseError
 from collectors.runner import ToolResult
 from collectors.smartctl import (
@@ -28,6 +27,7 @@ from collectors.smartctl import (
     parse_smartctl_json,
     supports_json,
 )
+from collectors.smartctl import attributes as attrs
 from tests.conftest import read_fixture
 
 J = "smartctl-json/"

@@ -50,7 +50,15 @@ from tests.promstack import (  # noqa: F401 (fixtures)
     vmalert_binary,
 )
 from tests.test_alerting_e2e import _alerts_text, alertmanager_config, shortened_rules, wait_for_page, webhook  # noqa: F401
-from tests.test_dashboards import DASHBOARD_FILES, _has_data, _run, _substitute, _variable_combinations, load, query_panels
+from tests.test_dashboards import (
+    DASHBOARD_FILES,
+    _has_data,
+    _run,
+    _substitute,
+    _variable_combinations,
+    load,
+    query_panels,
+)
 
 RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
 VM_ALERT_RULES = ROOT / "deploy" / "victoriametrics" / "ssdfleet-alerts.yml"

@@ -83,7 +83,7 @@ class PluginDrive(_Strict):
     withheld: Dict[str, str] = Field(default_factory=dict, max_length=64)
 
     @model_validator(mode="after")
-    def _evidence(self) -> "PluginDrive":
+    def _evidence(self) -> PluginDrive:
         if not self.serial and not self.wwn:
             raise ValueError("a drive needs a serial or a wwn (its identity)")
         for name, value in self.defects.items():
