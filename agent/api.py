@@ -29,12 +29,10 @@ from fastapi import FastAPI
 # reference and every /openapi.json failed with a 500.
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from agent import __version__
+from agent import __version__, host_views
 from agent.metrics import Exposition
-from agent.syncwrite import SyncWriteView
-from agent.syncwrite import views as syncwrite_views
 from agent.views import DriveView, ViewState, snapshot_views, worst
 from collectors.model import Snapshot
 
@@ -49,6 +47,10 @@ class CollectorOut(BaseModel):
 
 
 class DrivesOut(BaseModel):
+    # The pre-issue-27 top-level keys of host sources (``syncwrite``) are added as extras for
+    # one release (agent.host_views.legacy_api); ``host`` has the same values by source.
+    model_config = ConfigDict(extra="allow")
+
     version: str
     generated: float
     snapshot_created: float
@@ -56,7 +58,10 @@ class DrivesOut(BaseModel):
     drives: List[DriveView]
     collectors: List[CollectorOut]
     problems: List[str]
-    syncwrite: List[SyncWriteView] = []  # the sync-write probe's latest burst per directory
+    # What each host source measured, by source name, as its view gives it: ``syncwrite`` (the
+    # sync-write probe's latest burst per directory), ``megaraid`` (controllers, volumes,
+    # batteries) ...
+    host: Dict[str, Any] = {}
 
 
 VIEW_THREADS = 2
@@ -138,6 +143,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
 
     def drives_json(snap: Snapshot, now: float) -> bytes:
         views = snapshot_views(snap, now, state=state)
+        host = host_views.api(snap)
         return DrivesOut(
             version=__version__,
             generated=now,
@@ -146,7 +152,8 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
             drives=views,
             collectors=[CollectorOut(**dataclasses.asdict(c)) for c in snap.collectors],
             problems=list(snap.problems),
-            syncwrite=syncwrite_views(snap.syncwrite, snap.drives),
+            host=host,
+            **host_views.legacy_api(host),
         ).model_dump_json().encode()
 
     shared_drives = _SharedView(drives_json, views_pool, clock)

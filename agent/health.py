@@ -17,17 +17,15 @@ from collectors import registry
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
+    CACHE_SOURCE_HDPARM,
+    CACHE_SOURCE_NVME,
+    CACHE_SOURCE_SCSI_CACHE_TYPE,
+    CACHE_SOURCE_SMARTCTL,
+    CACHE_SOURCE_SYSFS_QUEUE,
     CACHE_UNKNOWN,
     CACHE_UNSUPPORTED,
     DriveReading,
     WriteCacheState,
-)
-from collectors.write_cache import (
-    SOURCE_HDPARM,
-    SOURCE_NVME,
-    SOURCE_SCSI_CACHE_TYPE,
-    SOURCE_SMARTCTL,
-    SOURCE_SYSFS_QUEUE,
 )
 
 # -- severities (the Nagios plugin order: a worse one has a higher rank) ----------------------
@@ -144,10 +142,12 @@ def temperature_severity(sensor: str, celsius: float, limit_celsius: Optional[fl
 
 # -- freshness (SSDFleetDataStale) ------------------------------------------------------------
 
-# The collectors whose answer is a health reading, as the registry lists them: every source that
-# does not only annotate drives others found (diskstats, write cache, holders say nothing about
-# wear or errors). smartctl, shannon, fusionio, plugin ...
-HEALTH_SOURCES = tuple(spec.name for spec in registry.SOURCES if spec.annotates is None)
+# The collectors whose answer is a health reading: the sources whose spec declares the health
+# role (collectors/source.py). A supplement (a vendor log adding NAND figures), a host-wide
+# probe or an annotation (write cache, diskstats, holders) says nothing about whether the
+# drive's wear and error figures are current: counting one would let an hour-old SMART
+# reading pass as fresh while smartctl fails (issue 27).
+HEALTH_SOURCES = registry.HEALTH_SOURCES
 # Four SMART poll intervals of 300 s. A drive in standby is not woken for a poll (by design),
 # so its data ages without anything being wrong.
 STALE_WARNING_SECONDS = 1200.0
@@ -206,11 +206,11 @@ def critical_warning_bits(value: Optional[int]) -> List[str]:
 # ranks above queue/write_cache because it is the drive's mode page as sd read it, whereas
 # queue/write_cache can be overridden by hand and, for NVMe, only says a cache exists.
 WRITE_CACHE_SOURCE_PRIORITY: Tuple[str, ...] = (
-    SOURCE_HDPARM,
-    SOURCE_NVME,
-    SOURCE_SMARTCTL,
-    SOURCE_SCSI_CACHE_TYPE,
-    SOURCE_SYSFS_QUEUE,
+    CACHE_SOURCE_HDPARM,
+    CACHE_SOURCE_NVME,
+    CACHE_SOURCE_SMARTCTL,
+    CACHE_SOURCE_SCSI_CACHE_TYPE,
+    CACHE_SOURCE_SYSFS_QUEUE,
 )
 
 

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
 from prometheus_client.registry import Collector
 
-from agent import __version__, durability, health, syncwrite
+from agent import __version__, durability, health, host_views
 from agent.text import printable
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, EVIDENCE_FIELDS, AgentStatus, Drive, Snapshot
 
@@ -334,7 +334,7 @@ def agent_families(snap: Snapshot) -> List:
     build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
-    out.extend(syncwrite.families(snap.syncwrite, snap.drives))  # the opt-in sync-write probe (issue 15)
+    out.extend(host_views.families(snap))  # host sources' own families (the sync-write probe, controllers)
     if snap.agent is not None:
         out.extend(process_families(snap.agent))
     if history is not None:

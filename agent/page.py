@@ -15,9 +15,8 @@ import html
 import socket
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from agent import __version__, health
+from agent import __version__, health, host_views
 from agent.health import CRITICAL, OK, WARNING
-from agent.syncwrite import page_section as syncwrite_page_section  # issue 15: the sync-write probe
 from agent.text import printable
 from agent.views import (
     DriveView,
@@ -34,8 +33,7 @@ from agent.views import (
     utc_time,
     worst,
 )
-from collectors.holders import holds_text
-from collectors.model import Snapshot
+from collectors.model import Snapshot, holds_text
 
 DAY = 86400.0
 DEFAULT_REFRESH_SECONDS = 30
@@ -565,7 +563,7 @@ def render_page(snapshot: Snapshot, now: float, state: Optional[ViewState] = Non
 <thead><tr>{head}</tr></thead>
 <tbody>{rows}</tbody>
 </table></div>
-{syncwrite_page_section(snapshot.syncwrite, snapshot.drives, esc)}
+{host_views.page_sections(snapshot, esc)}
 </main>
 <footer>Flagged drives first. Thresholds as in the shipped alert rules: life left below {percent(health.LIFE_WARNING_RATIO)} warning,
 below {percent(health.LIFE_CRITICAL_RATIO)} critical; wear-out within {health.WEAROUT_WARNING_DAYS} days warning,

@@ -31,7 +31,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from agent import health, syncwrite
+from agent import health, host_views
 from agent.config import DEFAULT_PORT
 from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.text import defang
@@ -46,7 +46,7 @@ from agent.views import (
     utc_date,
     utc_time,
 )
-from collectors.holders import holds_text
+from collectors.model import holds_text
 
 UNKNOWN = "unknown"
 UNKNOWN_EXIT = 3
@@ -411,14 +411,15 @@ def format_reasons(views: List[Any], color: bool = False, width: Optional[int] =
     return ("why flagged:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
-def format_syncwrite(items: List[Dict[str, Any]], width: Optional[int] = None) -> str:
-    """The sync-write probe's latest burst per directory (issue 15), under a heading; "" when
-    the probe is off."""
-    if not items:
-        return ""
-    lines = ["sync-write probe (8 kB write + sync, latest burst):"]
-    lines += [folded for text in syncwrite.status_lines(items) for folded in _wrap(f"  {text}", width, 4)]
-    return "\n".join(lines) + "\n"
+def format_host(data: Dict[str, Any], width: Optional[int] = None) -> str:
+    """Each host source's block (the sync-write probe's latest burst per directory, a RAID
+    controller's volumes...), under its heading, as its own view words it; "" when none has
+    anything to say."""
+    out = []
+    for heading, texts in host_views.status_blocks(data):
+        out.append(heading)
+        out += [folded for text in texts for folded in _wrap(f"  {text}", width, 4)]
+    return "\n".join(out) + "\n" if out else ""
 
 
 def format_holds(views: List[Any], width: Optional[int] = None) -> str:
@@ -632,7 +633,7 @@ def local_poll(config) -> Dict[str, Any]:
         "drives": [dataclasses.asdict(v) for v in views],
         "collectors": [dataclasses.asdict(c) for c in snap.collectors],
         "problems": list(snap.problems),
-        "syncwrite": [v.model_dump() for v in syncwrite.views(snap.syncwrite, snap.drives)],
+        "host": host_views.api(snap),
     }
 
 
@@ -724,7 +725,7 @@ def main(args, make_config) -> int:
                     sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
                     sys.stdout.write(format_reasons(drives, color=color, width=width))
                     sys.stdout.write(format_holds(drives, width=width))
-                    sys.stdout.write(format_syncwrite(data.get("syncwrite") or [], width=width))
+                    sys.stdout.write(format_host(data, width=width))
                 sys.stdout.write(_footer(data, drives, severity, color, width))
             sys.stdout.flush()
         except BrokenPipeError:

@@ -1,9 +1,11 @@
-"""The sync-write probe's results, exposed from the snapshot.
+"""The sync-write probe's results as the agent shows them: its metric families, its API
+value, its ``ssdfleet status`` lines and its page section (the spec's
+:class:`~collectors.source.HostView` hooks).
 
-The probe itself (bounded bursts of 8 kB write + fdatasync) is collectors/syncwrite.py, run as
-a source (``SPEC`` in the same module) on its own interval (``syncwrite.interval_seconds``);
-the latest result per directory is in the snapshot. :func:`families` builds the metric families from those
-results and does no I/O.
+The probe itself (bounded bursts of 8 kB write + fdatasync) is :mod:`collectors.syncwrite.probe`,
+run as a host source (:mod:`collectors.syncwrite.source`) on its own interval; the latest result
+per directory is in the snapshot under ``host["syncwrite"]``. Everything here is a pure function
+of those results and the snapshot's drives: no I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Summa
 from pydantic import BaseModel
 
 from collectors.diskstats import drive_device_for
-from collectors.syncwrite import SyncWriteResult, summarise
+from collectors.syncwrite.probe import SyncWriteResult, summarise
 
 # device and serial: the drive the directory lives on, as the per-drive series name it, so
 # that alerts and joins (ssd_drive_info) work as for every other drive series; "" when the
