@@ -144,19 +144,18 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent import server as http_server
     from collectors.runner import LIVE
 
-    app = create_app(poller.snapshot, page=page, state=state)
+    http_stats = http_server.HTTPStats()
+    app = create_app(poller.snapshot, page=page, state=state, http_stats=http_stats)
     poller.add_listener(app.state.exposition.prepare)
     poller.add_listener(state.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
-        app = webconfig.secure_app(app, web)
-    http_server.quiet_repeats("asyncio", "uvicorn.error")
+        app = webconfig.secure_app(app, web, stats=http_stats)
+    http_server.quiet_repeats()
     nofile = http_server.raise_nofile_limit()
     cap = http_server.connection_cap(config.http_max_connections, nofile)
-    uconfig = webconfig.uvicorn_config(app, web, host=host, port=port, log_level="warning",
-                                       access_log=False)
-    http_server.server_config(app, uconfig, config.http_request_timeout_seconds, cap)
-    server = http_server.AgentServer(uconfig)
+    server = http_server.AgentServer(app, host, port, stats=http_stats, ssl_context=webconfig.ssl_context(web),
+                                     request_timeout=config.http_request_timeout_seconds, max_connections=cap)
     log.info("ssdfleet %s starting: collectors %s; open files limit %s",
              __version__, ",".join(config.collectors), nofile)
     poller.start()
@@ -165,7 +164,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     finally:
         _stop_agent(poller, config, server.stop_signal, LIVE)
     if not server.started:
-        return 1  # the bind failed; uvicorn logged why
+        return 1  # the bind failed; the server logged why
     return 0
 
 
