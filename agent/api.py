@@ -91,6 +91,22 @@ class _SharedView:
         return await asyncio.shield(future)
 
 
+class _PartsResponse(Response):
+    """A response sent as several body messages, so that a large part shared by every request
+    (the rendered /metrics text) goes out without a copy per request: a client slow to read
+    then holds no body of its own in the agent's memory."""
+
+    def __init__(self, parts: List[bytes], media_type: str) -> None:
+        super().__init__(b"", media_type=media_type)
+        self._parts = parts
+        self.headers["content-length"] = str(sum(len(p) for p in parts))
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        for i, part in enumerate(self._parts):
+            await send({"type": "http.response.body", "body": part, "more_body": i < len(self._parts) - 1})
+
+
 class HeadAsGet:
     """Answer ``HEAD`` wherever ``GET`` is answered (RFC 9110 asks it of every GET resource):
     run the GET and send its status and headers without the body."""
@@ -159,10 +175,9 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     # async: served on the event loop from bytes rendered ahead, never queued behind a thread
     @app.get("/metrics")
     async def metrics() -> Response:
-        body = exposition.render()
-        if http_stats is not None:
-            body += http_stats.render()
-        return Response(body, media_type=CONTENT_TYPE_LATEST)
+        static, ages = exposition.render_parts()
+        return _PartsResponse([static, ages + (http_stats.render() if http_stats is not None else b"")],
+                              media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     async def healthz() -> Dict[str, Any]:

@@ -89,6 +89,11 @@ def _issue(
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        # Python 3.13's default client context verifies strictly (VERIFY_X509_STRICT), which
+        # wants the issuer's key identifier in every certificate it signed.
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+            (issuer[1] if issuer else key).public_key()), critical=False)
     )
     cert = builder.sign(issuer[1] if issuer else key, hashes.SHA256())
     (directory / f"{stem}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
