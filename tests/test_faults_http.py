@@ -5,7 +5,8 @@ of its own, and checks what the issue asks of every fault: every scrape answered
 :data:`SCRAPE_BOUND`, the agent's memory bounded, and the fault visible in one log line and in
 ``ssd_http_connections_closed_total{reason}`` (or the auth counters). Each test prints its
 figures (scrapes answered and refused, RSS), so a run on the code before the fix and one after
-can be compared.
+can be compared. The last section runs the server in-process against small ASGI apps, one
+limit at a time (write deadline, output budget, framing, deadlines, stopping).
 """
 
 from __future__ import annotations
@@ -405,8 +406,8 @@ def test_an_uncached_scraper_is_answered_during_a_wrong_password_flood(host):
     (they get 503s). The scraper's first login must not queue behind theirs (16 checks): it
     waits at most for the check already running, then its own: bounded here by 1 s plus four
     bcrypt checks timed on this machine (those two, doubled for a loaded machine), where
-    waiting behind the queue would take sixteen. Every later scrape is cached: 200 within 1 s. Before the fair queue, 0 of 25 scrapes were answered
-    (all 503)."""
+    waiting behind the queue would take sixteen. Every later scrape is cached: 200 within 1 s.
+    Before the fair queue, 0 of 25 scrapes were answered (all 503)."""
     import bcrypt
 
     hashed = bcrypt.hashpw(b"x", bcrypt.gensalt(10))
