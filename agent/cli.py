@@ -151,19 +151,18 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.signals import QUIT_EXIT_STATUS, SignalHandling
     from collectors.runner import LIVE, ORPHANS, enable_subreaper
 
-    app = create_app(poller.snapshot, page=page, state=state)
+    http_stats = http_server.HTTPStats()
+    app = create_app(poller.snapshot, page=page, state=state, http_stats=http_stats)
     poller.add_listener(app.state.exposition.prepare)
     poller.add_listener(state.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
-        app = webconfig.secure_app(app, web)
-    http_server.quiet_repeats("asyncio", "uvicorn.error")
+        app = webconfig.secure_app(app, web, stats=http_stats)
+    http_server.quiet_repeats()
     nofile = http_server.raise_nofile_limit()
     cap = http_server.connection_cap(config.http_max_connections, nofile)
-    uconfig = webconfig.uvicorn_config(app, web, host=host, port=port, log_level="warning",
-                                       access_log=False)
-    http_server.server_config(app, uconfig, config.http_request_timeout_seconds, cap)
-    server = http_server.AgentServer(uconfig)
+    server = http_server.AgentServer(app, host, port, stats=http_stats, ssl_context=webconfig.ssl_context(web),
+                                     request_timeout=config.http_request_timeout_seconds, max_connections=cap)
     log.info("ssdfleet %s starting: collectors %s; open files limit %s",
              __version__, ",".join(config.collectors), nofile)
     # Daemons that tools start outside their process group are reparented to the agent and
@@ -171,14 +170,14 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if enable_subreaper():
         ORPHANS.start()
     SignalHandling(reload=Reloader(lambda: _fill_state_dir(_config(args)), poller, web),
-                   stop=lambda signum: server._on_signal(signum, None), note=poller.note_signal).install()
+                   stop=server.stop, note=poller.note_signal).install()
     poller.start()
     try:
         server.run()
     finally:
         _stop_agent(poller, server.stop_signal, LIVE, ORPHANS)
     if not server.started:
-        return 1  # the bind failed; uvicorn logged why
+        return 1  # the bind failed; the server logged why
     return QUIT_EXIT_STATUS if server.stop_signal == signal_mod.SIGQUIT else 0
 
 
