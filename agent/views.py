@@ -594,6 +594,8 @@ def input_rows(p: Dict[str, Any]) -> List[Tuple[str, str]]:
             label = _DOMAIN_WORDS[name][0 if nand else 1]
         else:
             label = _INPUT_WORDS.get(name, name.replace("_", " "))
+        if any(label == shown for shown, _ in rows):
+            continue  # a NAND-domain method carries its NAND rate twice (projection._in_host_bytes)
         rows.append((label, describe_input(name, value)))
     if p.get("endurance_remaining_bytes") is not None:
         rows.append(("host writes left", human_bytes(p["endurance_remaining_bytes"])))
