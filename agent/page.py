@@ -48,6 +48,9 @@ from agent.views import (
     utc_time,
     worst,
 )
+from agent.views import (
+    counted as count_words,
+)
 from collectors.holders import holds_text
 from collectors.model import Snapshot
 
@@ -91,7 +94,7 @@ def drive_head(v: DriveView) -> str:
         bits.append(esc(human_bytes(v.capacity_bytes)))
     bits.append(f'serial <span class="serial">{esc(v.serial)}</span>')
     if v.firmware:
-        bits.append(f"firmware {esc(v.firmware)}")
+        bits.append(f'<span title="firmware">fw {esc(v.firmware)}</span>')
     return (f'<header class="d-head c-drive">{_state_badge(v)} <span class="dev">{esc(v.device)}</span> '
             f'<span class="model">{model}</span> <span class="muted ident">{" · ".join(bits)}</span>'
             f"{age_line(v)}"
@@ -129,28 +132,26 @@ def flags_cell(v: DriveView, now: float) -> str:
 
 
 def life_cell(v: DriveView, now: float) -> str:
-    """Life left as a bar and a figure, the chart of it over time, and where it came from."""
+    """The chart of life left over time, a key to it, and under it life left now as a bar and
+    a figure with where that figure came from."""
     ratio = v.life_left_ratio
-    if ratio is None:
-        bar = ""  # the chart's place says so
-    else:
+    bar = ""
+    if ratio is not None:
         filled = max(0.0, min(1.0, ratio)) * BAR_WIDTH
-        bar = (f'<svg class="bar {_sev_class(health.life_severity(ratio) or "unknown")}" width="{BAR_WIDTH}" '
-               f'height="{BAR_HEIGHT}" viewBox="0 0 {BAR_WIDTH} {BAR_HEIGHT}" aria-hidden="true">'
+        bar = (f'<span class="life"><svg class="bar {_sev_class(health.life_severity(ratio) or "unknown")}" '
+               f'width="{BAR_WIDTH}" height="{BAR_HEIGHT}" viewBox="0 0 {BAR_WIDTH} {BAR_HEIGHT}" aria-hidden="true">'
                f'<rect class="track" width="{BAR_WIDTH}" height="{BAR_HEIGHT}" rx="2"/>'
                f'<rect class="fill" width="{filled:.1f}" height="{BAR_HEIGHT}" rx="2"/></svg>'
-               f' <span class="num">{esc(percent(ratio))}</span> life left')
+               f' <span class="num">{esc(percent(ratio))}</span> life left</span>')
     source = f' title="{esc(v.life_left_source)}"' if v.life_left_source else ""
     value = "" if ratio is None else f"{ratio:.4f}"
     legend = ""
     if ratio is not None:
-        legend = ('<div class="legend muted"><span class="key-history"></span> measured'
-                  + (f' <span class="key-projection"></span> projected, {esc(v.wearout_method_label)}'
-                     if v.wearout_timestamp is not None else "")
-                  + " · shaded: below 10% and 3% (the alert levels)</div>")
-    life = f'<div class="life">{bar}</div>' if bar else ""
-    return (f'<div class="c-life" data-value="{value}"{source}>{life}'
-            f"{life_chart(v, now)}{legend}{_evidence_details(v)}</div>")
+        legend = ('<div class="legend muted"><span class="key-history"></span>measured'
+                  + ('<span class="key-projection"></span>projected' if v.wearout_timestamp is not None else "")
+                  + '<span class="key-zone"></span>below 10% / 3%: the alert levels</div>')
+    return (f'<div class="c-life" data-value="{value}"{source}>{life_chart(v, now)}{legend}'
+            f'<div class="life-now">{bar}{_evidence_details(v)}</div></div>')
 
 
 def _evidence_details(v: DriveView) -> str:
@@ -252,10 +253,10 @@ def latency_cell(v: DriveView) -> str:
     if write is not None:
         parts.append(f'<span class="num">{esc(_ms(write))}</span> per write')
     if flush is not None:
-        parts.append(f'<span class="num">{esc(_ms(flush))}</span> per cache flush')
-    window = (f"mean of the last {human_duration(v.latency_window_seconds)}, from the kernel's counters"
-              if v.latency_window_seconds else "")
-    body = "<br>".join(parts) + (f'<div class="muted">{esc(window)}</div>' if window else "")
+        parts.append(f'<span class="num">{esc(_ms(flush))}</span> per flush')
+    window = f"mean of the last {human_duration(v.latency_window_seconds)}" if v.latency_window_seconds else ""
+    body = "<br>".join(parts) + (f'<div class="muted" title="from the kernel\'s counters (/proc/diskstats)">'
+                                 f"{esc(window)}</div>" if window else "")
     return _fact("c-latency", "Write latency", body, "" if write is None else f"{write:.6f}")
 
 
@@ -284,7 +285,7 @@ def temp_cell(v: DriveView) -> str:
         tail = f' <span class="muted small">limit {limit:.0f}</span>' if limit is not None else ""
         title = f' title="max seen {t["max_celsius"]:.0f} °C"' if t.get("max_celsius") is not None else ""
         cls = ' class="hot"' if hot else ""
-        lines.append(f'<li{cls}{title}><span class="sensor">{esc(t["sensor"])}</span> '
+        lines.append(f'<li{cls}{title}><span class="sensor">{esc(t["sensor"].replace("_", " "))}</span> '
                      f'<b>{t["celsius"]:.0f}&nbsp;°C</b>{tail}</li>')
     return _fact("c-temp", "Temperature", f'<ul>{"".join(lines)}</ul>')
 
@@ -297,21 +298,23 @@ def errors_cell(v: DriveView) -> str:
     if v.bad_block_ratio is not None:
         lines.append(f'<li><span class="num">{esc(percent(v.bad_block_ratio, 3))}</span> of blocks bad'
                      f"{_bad_trend(v)}</li>")
-    for key, none in (("reallocations", "no blocks reallocated"), ("media", "no media errors"),
+    quiet = []  # the classes counted and at zero, said together on one line
+    for key, none in (("reallocations", "none reallocated"), ("media", "no media errors"),
                       ("link", "no cable errors")):
         found = classes.get(key)
         if not found:
             continue
         counted = [(words, n) for words, n in found if n]
         if not counted:
-            lines.append(f'<li class="muted" data-class="{key}" title="{esc(", ".join(w for w, _ in found))}">{none}</li>')
+            quiet.append(f'<span data-class="{key}" title="{esc(", ".join(w for w, _ in found))}">{none}</span>')
             continue
         warn = key in ("media", "reallocations") and any(w != "factory bad blocks" for w, _ in counted)
-        cls = "warn" if warn else ""
-        text = ", ".join(f"{n} {words}" for words, n in counted)
+        text = ", ".join(count_words(n, words) for words, n in counted)
         if key == "link":
-            text += " (the cable or backplane, not the flash)"
-        lines.append(f'<li class="{cls}" data-class="{key}">{esc(text)}</li>')
+            text += " (the cable, not the flash)"
+        lines.append(f'<li class="{"warn" if warn else ""}" data-class="{key}">{esc(text)}</li>')
+    if quiet:
+        lines.append(f'<li class="muted">{", ".join(quiet)}</li>')
     if not lines:
         lines.append('<li class="muted">not reported</li>')
     value = "" if v.bad_block_ratio is None else f"{v.bad_block_ratio:.6f}"
@@ -334,8 +337,8 @@ def drive_card(v: DriveView, now: float) -> str:
     return (f'<article class="drive state-{esc(v.state)} {_sev_class(v.severity)}" data-serial="{esc(v.serial)}" '
             f'data-device="{esc(v.device)}" data-severity="{esc(v.severity)}" data-state="{esc(v.state)}">'
             f"{drive_head(v)}{flags_cell(v, now)}"
-            f'<div class="d-body">{life_cell(v, now)}<div class="facts">'
-            f"{wearout_cell(v, now)}{cache_cell(v)}{latency_cell(v)}{writes_cell(v)}{temp_cell(v)}{errors_cell(v)}"
+            f'<div class="d-body"><div class="d-left">{life_cell(v, now)}{wearout_cell(v, now)}</div>'
+            f'<div class="facts">{cache_cell(v)}{latency_cell(v)}{writes_cell(v)}{temp_cell(v)}{errors_cell(v)}'
             f"</div></div></article>")
 
 
@@ -431,9 +434,12 @@ article.drive.state-critical { border-left-color:var(--crit); }
 .c-flags li.sev-warning { color:var(--warn); background:var(--warn-bg); border:1px solid var(--warn); }
 .c-flags li.state-watch { color:var(--watch); background:var(--watch-bg); border:1px solid var(--watch); font-weight:500; }
 .c-flags li .since { font-weight:400; font-size:.85em; opacity:.9; margin-left:.3rem; }
-.d-body { display:grid; grid-template-columns:minmax(0, 470px) minmax(0, 1fr); gap:.6rem 1.2rem; margin-top:.4rem; }
+.d-body { display:grid; grid-template-columns:minmax(0, 1fr); gap:.5rem .9rem; margin-top:.4rem; align-items:start; }
+.d-left { min-width:0; display:flex; flex-direction:column; gap:.3rem; }
 .c-life { min-width:0; }
-.life { display:flex; align-items:center; gap:.4rem; white-space:nowrap; }
+.life-now { display:flex; flex-wrap:wrap; align-items:baseline; gap:.2rem .8rem; }
+.life-now details { margin-top:0; }
+.life { display:inline-flex; align-items:center; gap:.4rem; white-space:nowrap; }
 svg.bar .track { fill:var(--track); }
 svg.bar.sev-ok .fill { fill:var(--ok); }
 svg.bar.sev-warning .fill { fill:var(--warn); }
@@ -451,15 +457,16 @@ svg.life-chart circle.current { fill:var(--line-c); }
 svg.life-chart circle.wearout { fill:var(--card); stroke:var(--crit); stroke-width:2; }
 svg.life-chart text.value, svg.life-chart text.wearout-date { fill:var(--fg); font-weight:700;
   paint-order:stroke; stroke:var(--card); stroke-width:3px; stroke-linejoin:round; }
-.legend { font-size:.75rem; margin-top:.1rem; }
-.legend span { display:inline-block; width:18px; height:0; vertical-align:middle; margin:0 .15rem 0 .3rem; border-top:2px solid var(--line-c); }
+.legend { font-size:.75rem; }
+.legend span { display:inline-block; width:16px; height:0; vertical-align:middle; margin:0 .25rem 0 .6rem; border-top:2px solid var(--line-c); }
+.legend span:first-child { margin-left:0; }
 .legend span.key-projection { border-top-style:dashed; }
+.legend span.key-zone { height:8px; border:0; background:var(--warn-bg); outline:1px solid var(--line); }
 .chart-none { margin:.4rem 0; }
-.facts { display:grid; grid-template-columns:repeat(auto-fill, minmax(13.5rem, 1fr)); gap:.5rem .9rem; align-content:start; min-width:0; }
+.facts { display:grid; grid-template-columns:minmax(0, 1fr) minmax(0, 1fr); gap:.4rem .7rem; align-content:start; min-width:0; }
 .fact { min-width:0; overflow-wrap:anywhere; }
 .fact-title { font-size:.72rem; text-transform:uppercase; letter-spacing:.04em; color:var(--muted); }
 .fact ul { list-style:none; margin:0; padding:0; }
-.c-wearout { grid-column:1 / -1; }
 .date.big { font-size:1.15rem; }
 .num, .date { font-weight:600; font-variant-numeric:tabular-nums; }
 .none { font-weight:600; color:var(--muted); }
@@ -492,23 +499,30 @@ footer { color:var(--muted); font-size:.8rem; padding:0 1rem 1rem; max-width:150
 footer a { color:var(--line-c); }
 """
 
-# Narrower than MEDIUM_PX (a laptop's half screen) the chart takes less room beside the facts;
-# narrower than NARROW_PX (a phone) a card puts its facts under the chart.
+# The card's layout, narrow screens first. A phone (up to NARROW_PX): the chart, the wear-out
+# date under it, then the facts two to a row. Wider, the chart and the wear-out date hold the
+# left column and the facts fill two columns beside them (.d-left and .facts step aside with
+# display: contents, so that their children are the grid's items); wider than MEDIUM_PX, the
+# wear-out date heads three columns of facts beside the chart, where the eye goes after it.
 MEDIUM_PX = 1000
 NARROW_PX = 640
 _CSS += (
+    f"@media (min-width: {NARROW_PX + 1}px) {{\n"
+    "  .d-left, .facts { display:contents; }\n"
+    "  .d-body { grid-template-columns:minmax(0, 400px) repeat(2, minmax(0, 1fr)); gap:.45rem .9rem; }\n"
+    "  .c-life { grid-column:1; grid-row:1 / span 2; }\n"
+    "  .c-wearout { grid-column:1; grid-row:3; } }\n"
+    f"@media (min-width: {MEDIUM_PX + 1}px) {{\n"
+    "  .d-body { grid-template-columns:minmax(0, 470px) repeat(3, minmax(0, 1fr)); gap:.5rem 1.2rem; }\n"
+    "  .c-life { grid-row:1 / span 3; }\n"
+    "  .c-wearout { grid-column:2 / -1; grid-row:1; } }\n"
     f"@media (max-width: {MEDIUM_PX}px) {{\n"
-    "  main { padding:.5rem .5rem .8rem; }\n"
-    "  .d-body { grid-template-columns:minmax(0, 400px) minmax(0, 1fr); gap:.5rem .8rem; }\n"
-    "  .facts { grid-template-columns:repeat(auto-fill, minmax(10rem, 1fr)); gap:.4rem .7rem; } }\n"
-    f"@media (max-width: {NARROW_PX}px) {{\n"
-    "  .d-body { grid-template-columns:minmax(0, 1fr); } }\n"
+    "  main { padding:.5rem .5rem .8rem; } }\n"
     "@media (max-width: 480px) {\n"
     "  body { font-size:13px; }\n"
     "  article.drive { padding:.45rem .55rem; }\n"
     "  .age { margin-left:0; }\n"
-    "  .facts { grid-template-columns:minmax(0, 1fr) minmax(0, 1fr); }\n"
-    "  .c-bad, .c-latency { grid-column:1 / -1; } }\n"
+    "  .c-bad { grid-column:1 / -1; } }\n"
 )
 
 # Re-fetches the page and swaps <main>: rendering stays in one place (Python), and the

@@ -59,6 +59,7 @@ from agent.config import DEFAULT_PORT
 from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.views import (
     WATCH,
+    counted,
     error_classes,
     flagged_first,
     human_bytes,
@@ -265,7 +266,7 @@ def latency_text(v: Any) -> str:
     if write is not None:
         parts.append(f"{_ms(write)} per write")
     if flush is not None:
-        parts.append(f"{_ms(flush)} per cache flush")
+        parts.append(f"{_ms(flush)} per flush")
     if not parts:
         return ""
     window = _get(v, "latency_window_seconds")
@@ -518,7 +519,10 @@ def projection_lines(v: Dict[str, Any], now: float) -> List[Tuple[str, str, List
     out = []
     for p in v.get("projections") or []:
         chosen = p["method"] == v.get("wearout_method") and v.get("wearout_timestamp") is not None
-        note = f": {p['note']}" if p.get("note") else ""
+        # a method without a date says why; a dated one shows its sums below (the rating says
+        # where it is from)
+        shown = p.get("note") and (p.get("wearout_timestamp") is None or p["method"] == "rated")
+        note = f": {p['note']}" if shown else ""
         label = p.get("label") or p["method"]
         out.append(("*" if chosen else " ", f"{label}: {_verdict(p.get('wearout_timestamp'), now)}{note}",
                     input_rows(p)))
@@ -605,11 +609,11 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
              reading, WARNING if _hot(t) else None)
     classes = error_classes(v)
     bad = [f"{percent(v['bad_block_ratio'], 3)} of blocks"] if v.get("bad_block_ratio") is not None else []
-    bad += [f"{words} {n}" for words, n in classes.get("reallocations", [])]
+    bad += [counted(n, words) for words, n in classes.get("reallocations", [])]
     line("bad blocks", ", ".join(bad) or "-")
-    line("media errors", ", ".join(f"{words} {n}" for words, n in classes.get("media", [])) or "-")
+    line("media errors", ", ".join(counted(n, words) for words, n in classes.get("media", [])) or "-")
     if classes.get("link"):
-        line("cable errors", ", ".join(f"{words} {n}" for words, n in classes["link"])
+        line("cable errors", ", ".join(counted(n, words) for words, n in classes["link"])
              + " (the link to the drive, not the flash)")
     # Where each figure came from, or why the agent gives none (collectors/smartctl/ata.py).
     for index, row in enumerate(v.get("evidence") or []):

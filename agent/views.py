@@ -523,10 +523,11 @@ def describe_input(name: str, value: float) -> str:
         return f"{human_bytes(value * 86400)}/day"
     if name == "life_slope_per_second":
         # the share of the drive's life used per day (a fall of life left is positive here)
-        return f"{-value * 86400 * 100:.3g}% of its life a day" if value <= 0 else \
-            f"life left rising {value * 86400 * 100:.3g}% a day"
-    if name == "bytes_per_percent":
-        return f"{human_bytes(value)} per 1% of life"
+        return f"{-value * 86400 * 100:.3g}%" if value <= 0 else f"none: life left rising {value * 86400 * 100:.3g}% a day"
+    if name == "bytes_per_percent":  # the label says "per 1% of life"
+        return human_bytes(value)
+    if name.startswith("write_amplification"):
+        return f"{value:.2f}"
     if name.endswith("_bytes"):
         return human_bytes(value)
     if name.endswith("_ratio"):
@@ -562,7 +563,7 @@ def method_label(p: Dict[str, Any]) -> str:
 _INPUT_WORDS: Dict[str, str] = {
     "life_left_ratio": "life left",
     "life_used_ratio": "life used",
-    "min_life_used_ratio": "used before it is trusted",
+    "min_life_used_ratio": "trusted once life used reaches",
     "bytes_per_percent": "written per 1% of life",
     "tbw_bytes": "rated endurance (TBW)",
     "pe_cycles": "rated P/E cycles",
@@ -572,7 +573,7 @@ _INPUT_WORDS: Dict[str, str] = {
     "write_amplification_used": "write amplification now",
     "nand_write_rate_bytes_per_second": "NAND writes",
     "nand_endurance_remaining_bytes": "NAND writes left",
-    "life_slope_per_second": "life used",
+    "life_slope_per_second": "life used a day",
 }
 _DOMAIN_WORDS: Dict[str, Tuple[str, str]] = {  # NAND, host
     "written_bytes": ("NAND written", "host written"),
@@ -590,6 +591,8 @@ def input_rows(p: Dict[str, Any]) -> List[Tuple[str, str]]:
     for name, value in inputs.items():
         if name in ("now", "nand_domain"):
             continue  # the time is the page's, the domain is in the method's name
+        if name == "endurance_total_bytes" and nand and "nand_endurance_bytes" in inputs:
+            continue  # in NAND bytes the rated total is capacity x P/E, shown just before
         if name in _DOMAIN_WORDS:
             label = _DOMAIN_WORDS[name][0 if nand else 1]
         else:
@@ -627,6 +630,21 @@ ERROR_CLASSES: Tuple[Tuple[str, str, Tuple[Tuple[str, str], ...]], ...] = (
         ("command_timeout", "command timeouts"),
     )),
 )
+
+
+_ONE = {"media errors": "media error", "uncorrectable reads": "uncorrectable read",
+        "unreadable sectors found offline": "unreadable sector found offline",
+        "sectors waiting to be remapped": "sector waiting to be remapped",
+        "reallocated sectors": "reallocated sector", "reallocation events": "reallocation event",
+        "grown defects": "grown defect", "bad blocks grown in service": "bad block grown in service",
+        "program failures": "program failure", "erase failures": "erase failure",
+        "factory bad blocks": "factory bad block", "cable CRC errors": "cable CRC error",
+        "command timeouts": "command timeout"}
+
+
+def counted(n: int, words: str) -> str:
+    """``3 media errors``, ``1 media error``: a count with its words (ERROR_CLASSES)."""
+    return f"{n} {_ONE.get(words, words) if n == 1 else words}"
 
 
 def error_classes(v: Any) -> Dict[str, List[Tuple[str, int]]]:

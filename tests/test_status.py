@@ -281,13 +281,13 @@ def test_drive_details_from_the_agent(seeded_agent):
     # observed waits: 1% of life used is too little to extrapolate from whole percents
     assert methods["observed"][1].startswith("no date: only 1.0% of life used")
     assert methods["observed"][2]["life used"] == "1%"
-    assert methods["observed"][2]["used before it is trusted"] == "5%"
+    assert methods["observed"][2]["trusted once life used reaches"] == "5%"
     assert "NAND written" in methods["observed"][2]  # the card counts NAND bytes: said by the name
     assert methods["rated"][2]["rated P/E cycles"] == "10000 P/E cycles"
     assert re.fullmatch(r"[\d.]+ [GT]B/day", methods["rated"][2]["NAND writes"])  # the card counts NAND bytes
     assert re.fullmatch(r"[\d.]+ PB", methods["rated"][2]["host writes left"])
     # the seeded history has life left falling 100% -> 99%: the trend has a slope to show
-    assert re.fullmatch(r"[\d.]+% of its life a day", methods["trend"][2]["life used"])
+    assert re.fullmatch(r"[\d.]+%", methods["trend"][2]["life used a day"])
     assert "points/day" not in out and "min_life_used" not in out
     # history from the agent's own samples (seeded 1.000% -> 1.076% bad blocks, 100% -> 99% life)
     assert re.search(r"^history\s+\d+ samples from ", out, re.M)
