@@ -1,7 +1,8 @@
 """``ssdfleet status`` as a person or Nagios runs it: the real command on fake hosts.
 
-Exit codes: a host with only a healthy drive 0, media errors 1, a write cache switched off 2,
-nothing readable 3. The agent-backed tests run the real agent (with two weeks of seeded
+Exit codes, exactly as README.md ("Commands") gives them: a host with only a healthy drive 0,
+media errors 1, one drive unreadable beside a readable one 1, a write cache switched off 2,
+nothing readable or no drives 3 (and 3 for an agent that refuses: tests/test_status_auth.py). The agent-backed tests run the real agent (with two weeks of seeded
 history, see test_page) and read it over HTTP.
 """
 
@@ -170,6 +171,28 @@ def test_nothing_readable_exits_3(tmp_path):
     assert rows["sda"]["HEALTH"] == "UNKNOWN: no health data"
     assert "UNKNOWN: 1 without health data" in r.stdout
     assert json.loads(run_status(host, "--json").stdout)["exit_code"] == 3
+
+
+def test_one_drive_unreadable_beside_a_readable_one_exits_1(tmp_path):
+    """The README's rule: a drive no health tool could read is a warning (its health is
+    unknown, so the host is not OK); UNKNOWN is kept for a host where none could be read."""
+    host = only_nvme0_host(tmp_path)
+    scan = json.loads(fixture_path("fakehost/telegraf__testcases_scan_all.json").read_text())
+    scan["devices"] = [d for d in scan["devices"] if d["name"] in ("/dev/nvme0", "/dev/sda")]
+    host.set_response("smartctl", "scan", json.dumps(scan))
+    host.set_response("smartctl", "sda", "", exit_code=2)
+    host.block_device("sda", 976773168, model="Samsung SSD 860 EVO 500GB")
+    host.diskstats(" 259       0 nvme0n1 5000 0 400000 900 8000 0 1280000 1500 1 2100 2400 0 0 0 0 0 0\n"
+                   "   8       0 sda 120 10 9000 50 400 20 64000 300 0 280 350 0 0 0 0 4 2\n")
+    r = run_status(host, "--color", "never")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = table_rows(r.stdout)
+    assert rows["sda"]["HEALTH"] == "UNKNOWN: no health data" and rows["nvme0"]["HEALTH"] == "OK"
+    assert r.stdout.rstrip().endswith("WARNING: 1 ok, 1 without health data")
+    data = json.loads(run_status(host, "--json").stdout)
+    assert data["severity"] == "warning" and data["exit_code"] == 1
+    # asked about the unreadable drive alone, the answer is UNKNOWN
+    assert run_status(host, "--drive", "sda").returncode == 3
 
 
 def test_no_drives_at_all_exits_3(tmp_path):
