@@ -498,3 +498,37 @@ def test_empty_snapshot_says_unknown():
     page = render_page(Snapshot(created=time.time()), time.time(), hostname="h")
     assert "no drives found" in page and 'data-severity="unknown"' in page
     assert "<title>UNKNOWN" in page
+
+
+def test_latency_beside_the_write_cache(tmp_path):
+    """The write-latency fact: the sync-write probe's burst when it ran in a directory on the
+    drive, else two diskstats readings a minute apart (ViewState keeps them from the snapshots
+    the poller hands it)."""
+    import dataclasses
+
+    from collectors.syncwrite import SyncWriteResult
+
+    snap, now = _polled(tmp_path)
+    burst = SyncWriteResult(directory="/var/lib/postgresql/16/main/pg_wal", method="fdatasync", started=now - 30,
+                            latencies=tuple([0.0008] * 60 + [0.0019] * 4), device="sda")
+    page = render_page(dataclasses.replace(snap, syncwrite=(burst,)), now, hostname="h")
+    sda = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == SDA_SERIAL)
+    text = cell(sda, "c-latency").text()
+    # (Node.text puts a node's own words before its children's)
+    assert "0.8 ms" in text and "median, p99 1.9 ms" in text and "fdatasync of 8 kB in /var/lib/postgresql" in text
+    # diskstats: the same drive 90 s later with 1,000 more writes that took 2 s in all
+    sda_drive = next(d for d in snap.drives if d.serial == SDA_SERIAL)
+    io = sda_drive.io
+    later_io = dataclasses.replace(io, writes_completed=io.writes_completed + 1000,
+                                   write_time_seconds=io.write_time_seconds + 2.0)
+    later = dataclasses.replace(sda_drive, io=later_io, last_poll=dict(sda_drive.last_poll, diskstats=now + 90))
+    state = ViewState()
+    state.update(snap, now)
+    state.update(dataclasses.replace(snap, drives=tuple(later if d.serial == SDA_SERIAL else d for d in snap.drives)),
+                 now + 90)
+    write, flush, window = state.latency(SDA_SERIAL)
+    assert write == pytest.approx(0.002) and window == pytest.approx(90, abs=5)  # from the first poll's time
+    page = render_page(snap, now + 90, state=state, hostname="h")
+    sda = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == SDA_SERIAL)
+    text = cell(sda, "c-latency").text()
+    assert "2 ms" in text and "per write" in text and "per flush" not in text  # no flush in between
