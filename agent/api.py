@@ -1,4 +1,4 @@
-"""HTTP side of the agent: /metrics, /healthz, /api/v1/drives and the / page.
+"""HTTP side of the agent: /metrics, /healthz, /api/v1/drives, the / page and /runbooks.
 
 Handlers only read memory: the poller's current snapshot and what was derived from it in
 the poller's listener thread (:class:`agent.metrics.Exposition` for /metrics, the
@@ -32,7 +32,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
-from agent import __version__
+from agent import __version__, runbooks
 from agent.metrics import Exposition
 from agent.server import HTTPStats
 from agent.syncwrite import SyncWriteView
@@ -203,6 +203,14 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     async def drives() -> Response:
         return Response(await shared_drives.get(get_snapshot()), media_type="application/json")
 
+    # The shipped runbook, read once here (agent/runbooks.py): every alert's runbook_url points
+    # at a section of it on the agent that raised the alert.
+    runbook_status, runbook_page = runbooks.load_page()
+
+    @app.get(runbooks.ROUTE, response_class=HTMLResponse)
+    async def runbook() -> Response:
+        return HTMLResponse(runbook_page, status_code=runbook_status)
+
     if page is not None:
         shared_page = _SharedView(lambda snap, now: page(snap, now).encode(), views_pool, clock)
 
@@ -212,6 +220,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     else:
         @app.get("/")
         async def index_plain() -> JSONResponse:
-            return JSONResponse({"ssdfleet": __version__, "endpoints": ["/metrics", "/healthz", "/api/v1/drives"]})
+            return JSONResponse({"ssdfleet": __version__,
+                                 "endpoints": ["/metrics", "/healthz", "/api/v1/drives", runbooks.ROUTE]})
 
     return app
