@@ -181,8 +181,9 @@ class _ConfigBase(_Strict):
     power_loss_protection: List[PowerLossProtectionRule] = []
     log_level: str = "INFO"
     # HTTP limits (agent/server.py): a request head must arrive complete within this many
-    # seconds of the connection opening (or of its previous response); at most this many
-    # connections are open, the oldest idle one is closed to admit a new one.
+    # seconds of the connection opening (or of its previous response), and a response backed
+    # up unread for this long resets the connection; at most this many connections are open,
+    # one that does not read (else the oldest idle one) is closed to admit a new one.
     http_request_timeout_seconds: float = Field(10.0, gt=0, le=300)
     http_max_connections: int = Field(512, ge=8, le=65536)
     # How long a SIGTERM may take: stop the poller, end tool processes, flush history.

@@ -80,6 +80,28 @@ def wearout_severity(wearout_timestamp: Optional[float], now: float) -> Optional
     return OK
 
 
+# -- watch: nothing alerts yet, but the replacement should be planned --------------------------
+#
+# The page and ``ssdfleet status`` call an OK drive "watch" when it is in the last fifth of its
+# life or its projected wear-out is within half a year: long enough ahead to budget and order a
+# replacement (no alert rule fires on either; the alerts start at 10% and 30 days).
+WATCH_LIFE_RATIO = 0.20
+WATCH_WEAROUT_DAYS = 180
+
+
+def watch_reasons(life_left_ratio: Optional[float], wearout_timestamp: Optional[float],
+                  now: float) -> List[str]:
+    """Why an otherwise OK drive is worth watching, in words; empty when it is not."""
+    reasons = []
+    if life_left_ratio is not None and LIFE_WARNING_RATIO <= life_left_ratio < WATCH_LIFE_RATIO:
+        reasons.append(f"life left {life_left_ratio:.0%}, below {WATCH_LIFE_RATIO:.0%}: plan its replacement")
+    if wearout_timestamp is not None:
+        days = (wearout_timestamp - now) / DAY_SECONDS
+        if WEAROUT_WARNING_DAYS <= days < WATCH_WEAROUT_DAYS:
+            reasons.append(f"projected wear-out in {days:.0f} days, within {WATCH_WEAROUT_DAYS}")
+    return reasons
+
+
 # -- spare (SSDSpareBelowThreshold) -----------------------------------------------------------
 
 def spare_exhausted(spare_left_ratio: Optional[float], spare_threshold_ratio: Optional[float]) -> bool:

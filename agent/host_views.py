@@ -59,6 +59,18 @@ def legacy_api(host: Mapping[str, Any]) -> Dict[str, Any]:
             if view.legacy_api_key and name in host}
 
 
+def per_drive(snap: Snapshot) -> Dict[str, Dict[str, Any]]:
+    """Serial -> {source name: the value its view shows beside that drive}."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for name, view, result in registry.host_results(snap.host):
+        if view.per_drive is None:
+            continue
+        values = _call(name, "per_drive", lambda v=view, r=result: dict(v.per_drive(r, snap.drives)), {})
+        for serial, value in values.items():
+            out.setdefault(serial, {})[name] = value
+    return out
+
+
 def page_sections(snap: Snapshot, esc: Callable[[str], str]) -> str:
     """Every host source's section of the status page, in registry order."""
     return "".join(_call(name, "page", lambda v=view, r=result: v.page(r, snap.drives, esc), "")

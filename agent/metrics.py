@@ -93,6 +93,12 @@ class Exposition:
             self.renders_total += 1
 
     def render(self) -> bytes:
+        static, ages = self.render_parts()
+        return static + ages
+
+    def render_parts(self) -> Tuple[bytes, bytes]:
+        """The cached text (one object shared by every scrape of a snapshot, so a response
+        may send it without a copy of its own) and the data ages of this scrape."""
         snap = self._get()
         self.prepare(snap)
         with self._lock:
@@ -100,7 +106,7 @@ class Exposition:
         now = self._clock()
         lines = [_AGE_HEADER] if ages else []
         lines.extend(f"ssd_data_age_seconds{{{labels}}} {max(0.0, now - t)!r}\n" for labels, t in ages)
-        return static + "".join(lines).encode()
+        return static, "".join(lines).encode()
 
 
 _AGE_HELP = "Age of the drive's health data at scrape time (values are cached)."

@@ -316,7 +316,8 @@ class HostView:
     block, from the API's value (status reads the agent over HTTP). ``page(result, drives,
     esc)``: the HTML section of the status page (``esc`` escapes text). ``legacy_api_key``: a
     top-level key of /api/v1/drives that carried the same value before issue 27, kept for one
-    release."""
+    release. ``per_drive(result, drives)``: serial -> a JSON-able value shown beside that drive
+    (the sync-write probe's newest burst on the drive), or None."""
 
     families: Callable[[Any, Sequence[Drive]], List[Any]]
     api: Callable[[Any, Sequence[Drive]], Any]
@@ -324,6 +325,7 @@ class HostView:
     status_lines: Callable[[Any], List[str]]
     page: Callable[[Any, Sequence[Drive], Callable[[str], str]], str]
     legacy_api_key: Optional[str] = None
+    per_drive: Optional[Callable[[Any, Sequence[Drive]], Dict[str, Any]]] = None
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,7 @@ SPEC = SourceSpec(
         status_lines=view.status_lines,
         page=view.page_section,
         legacy_api_key="syncwrite",
+        per_drive=view.newest_by_serial,
     ),
     priority=95,
 )

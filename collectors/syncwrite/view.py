@@ -68,6 +68,16 @@ def views(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List[Syn
     return out
 
 
+def newest_by_serial(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> Dict[str, Dict]:
+    """The newest burst per drive, by serial (a drive may hold several probed directories:
+    the newest is the one shown beside the drive)."""
+    out: Dict[str, Dict] = {}
+    for probe in views(results, drives):
+        if probe.serial and (probe.serial not in out or probe.started > out[probe.serial]["started"]):
+            out[probe.serial] = probe.model_dump()
+    return out
+
+
 def status_lines(items: Iterable[Dict]) -> List[str]:
     """``ssdfleet status``'s lines for the probe, from the API's ``syncwrite`` list:
     ``/var/lib/postgresql/pg_wal on sdb: 1,204 fdatasync/s, median 0.79 ms, p99 1.9 ms``."""
