@@ -511,7 +511,7 @@ def test_latency_beside_the_write_cache(tmp_path):
     snap, now = _polled(tmp_path)
     burst = SyncWriteResult(directory="/var/lib/postgresql/16/main/pg_wal", method="fdatasync", started=now - 30,
                             latencies=tuple([0.0008] * 60 + [0.0019] * 4), device="sda")
-    page = render_page(dataclasses.replace(snap, syncwrite=(burst,)), now, hostname="h")
+    page = render_page(dataclasses.replace(snap, host={"syncwrite": (burst,)}), now, hostname="h")
     sda = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == SDA_SERIAL)
     text = cell(sda, "c-latency").text()
     # (Node.text puts a node's own words before its children's)
