@@ -20,7 +20,7 @@ from prometheus_client.registry import Collector
 
 from agent import __version__, durability, health, host_views
 from agent.text import printable
-from collectors.model import CACHE_DISABLED, CACHE_ENABLED, EVIDENCE_FIELDS, AgentStatus, Drive, Snapshot
+from collectors.model import CACHE_DISABLED, CACHE_ENABLED, AgentStatus, Drive, Snapshot
 
 DRIVE_LABELS = ["device", "serial"]
 
@@ -185,11 +185,12 @@ def drive_families(drives: Iterable[Drive]) -> List:
         # is SERIAL@WWN or SERIAL@DEVICE for both, and the problems list says which drives).
         gauge("ssd_drive_serial_shared", "1: another drive on this host reports the same serial; the agent keeps "
               "them apart by WWN or device (serial label SERIAL@WHERE).", ids, 1 if "serial_shared" in r.extra else None)
-        for name, _label in EVIDENCE_FIELDS:
-            if f"{name}_withheld" in r.extra:
-                gauge("ssd_value_withheld",
-                      "1 for each figure the drive's sources could not establish (the reason is in /api/v1/drives).",
-                      ids + [name], 1, ["field"])
+        # Every withheld figure, not only the evidence fields: a capacity or a defect counter
+        # outside physics is withheld too, and the fault must show in a metric (issue 26).
+        for name in sorted(k[: -len("_withheld")] for k in r.extra if k.endswith("_withheld")):
+            gauge("ssd_value_withheld",
+                  "1 for each figure the drive's sources could not establish (the reason is in /api/v1/drives).",
+                  ids + [name], 1, ["field"])
         gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
         gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)
         gauge("ssd_spare_threshold_ratio", "The drive's own warning threshold for spare, 0 to 1.", ids, r.spare_threshold_ratio)

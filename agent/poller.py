@@ -147,6 +147,7 @@ class Poller:
         self._listeners: List[Callable[[Snapshot], None]] = []
         self._published = threading.Event()  # a new snapshot is waiting for the listeners
         self._snapshot = Snapshot(created=clock())
+        self._withheld_logged: Set[Tuple[str, str]] = set()
         self._merge_lock = threading.Lock()  # one merge at a time; never held with _lock
         self._block: Dict[str, blockdev.BlockDevice] = {}
         self._busy: Dict[str, float] = {}  # device -> start of the probe in flight
@@ -748,6 +749,7 @@ class Poller:
                 stuck = tuple(sorted(self._stuck))
                 collectors = tuple(s.status() for s in self._sources.values() if s.ran)
             self._note_shared_serials([r for r, _polls in readings if "serial_shared" in r.extra], problems)
+            self._note_withheld([r for r, _polls in readings])
             drives = []
             for reading, polls in readings:
                 reading = self._configured(reading)
@@ -797,6 +799,16 @@ class Poller:
                     f"{len(readings)} drives report serial {serial} ({', '.join(r.device for r in readings)}): kept "
                     f"apart as {', '.join(r.identity for r in readings)}; ssd_drive_serial_shared is 1 for them"))
         self._shared_logged = set(by_serial)
+
+    def _note_withheld(self, readings: Sequence[DriveReading]) -> None:
+        """One warning per drive and figure when a figure is first withheld (again after it
+        was given for a while): an impossible value is a fault to be told of once, not every
+        poll; ``ssd_value_withheld`` carries it for as long as it lasts."""
+        now = {(r.identity, key): r.extra[key] for r in readings for key in r.extra if key.endswith("_withheld")}
+        for (identity, key), why in sorted(now.items()):
+            if (identity, key) not in self._withheld_logged:
+                log.info("%s", printable(f"{identity}: {key[: -len('_withheld')]} withheld: {why}"))
+        self._withheld_logged = set(now)
 
     def _drive(self, reading: DriveReading, polls: Dict[str, float], reports: Mapping[str, Report]) -> Drive:
         """One drive record: the reading, what the annotating sources know of its device, its

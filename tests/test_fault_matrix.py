@@ -565,6 +565,16 @@ MATRIX = {
     "damaged history file (item 6)": (_damaged_history,
                                       lambda s: value(s, "ssd_history_healthy") == 1
                                       and _errors(s, "history") >= 1, "moved it to"),
+    # issue 26, round two
+    "a number of 5,000 digits (round 2, item 6)": (
+        lambda h: _add_drive(h, "sdg", _ata("sdg", "DIGITS-sdg", power_on_time="@@").replace('"@@"', "9" * 5000)),
+        lambda s: _errors(s) >= 1, "a number of 5,000 digits"),
+    "JSON nested 100,000 deep (round 2, item 6)": (lambda h: _add_drive(h, "sdh", "[" * 100_000 + "]" * 100_000),
+                                                   lambda s: _errors(s) >= 1, "nested too deeply to read"),
+    "a capacity of 10^3239 bytes (round 2, item 8)": (
+        lambda h: _add_drive(h, "sdi", _ata("sdi", "IMPOSSIBLE-sdi", **{"user_capacity.bytes": 10**3239})),
+        lambda s: value(s, "ssd_value_withheld", serial="IMPOSSIBLE-sdi", field="capacity_bytes") == 1
+        and value(s, "ssd_capacity_bytes", serial="IMPOSSIBLE-sdi") is None, "IMPOSSIBLE-sdi: capacity_bytes withheld"),
     "history file is a FIFO (item 10)": (lambda h: os.mkfifo(h.state / "history.sqlite"),
                                          lambda s: value(s, "ssd_history_healthy") == 0, "not a regular file"),
 }
