@@ -42,4 +42,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
-exec .venv/bin/python -m pytest "$@"
+# Two test processes (pytest-xdist), whole files to each: most tests wait on an agent, a
+# Prometheus or a browser they started, so two share a 2-core machine well (the CI machine's
+# suite time: see docs/testing.md). SSDFLEET_TEST_WORKERS=0 runs in one process.
+workers=${SSDFLEET_TEST_WORKERS:-2}
+if [ "$workers" = 0 ]; then
+  exec .venv/bin/python -m pytest "$@"
+fi
+exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"

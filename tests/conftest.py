@@ -104,10 +104,22 @@ def check_host_unchanged(session) -> None:
         reporter.write_line("host unchanged: " + "; ".join(f"{k}: {hoststate.summary(v)}" for k, v in before.items()))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist, on the controller: a worker is done; add the fixtures its tests loaded."""
+    _USED.update(getattr(node, "workeroutput", {}).get("ssdfleet_used_fixtures", ()))
+
+
 def pytest_sessionfinish(session, exitstatus):
     """The host check (above); then, with SSDFLEET_CHECK_FIXTURES=1 (CI runs the whole suite
     so), fail the run when a committed fixture was not loaded by any test: a fixture nobody
     reads proves nothing."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        # A pytest-xdist worker ran part of the suite: the fixtures it loaded go to the
+        # controller (pytest_testnodedown), which checks the host and the fixtures once.
+        workeroutput["ssdfleet_used_fixtures"] = sorted(_USED)
+        return
     check_host_unchanged(session)
     if os.environ.get("SSDFLEET_CHECK_FIXTURES") != "1" or exitstatus != 0:
         return
