@@ -607,7 +607,7 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
 
 # Fields that are not figures although their type could hold one, each with the reason.
 NOT_FIGURES: Dict[str, str] = {
-    "Snapshot.syncwrite": "collectors.syncwrite.SyncWriteResult values, bounded in that module",
+    "Snapshot.host": "each host source's own result (collectors/syncwrite: SyncWriteResult), bounded in its module",
 }
 
 
