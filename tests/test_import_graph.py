@@ -180,12 +180,6 @@ MAX_LINES = 80
 LONG_FUNCTIONS_ALLOWED = {
     # issue 29 (the smartctl, Shannon and Fusion-io parsers): one fio-status module block
     "collectors/fusionio/parse.py:_module",
-    # issue 27: split in the commits that follow this one
-    "agent/history.py:_open_file",
-    "agent/metrics.py:drive_families",
-    "agent/privhelper.py:serve",
-    "agent/projection.py:project_rated",
-    "agent/webconfig.py:_parse_tls",
 }
 
 
