@@ -28,7 +28,7 @@ import yaml
 from tests.conftest import ROOT, fixture_path
 from tests.fakehost import AgentProcess, build_default_host
 from tests.promstack import skip_or_fail
-from tests.test_e2e_agent import FAST, NVME0_SERIAL, SDA_SERIAL, scrape, value, wait_for
+from tests.support.e2e import FAST, NVME0_SERIAL, SDA_SERIAL, scrape, value, wait_for
 
 ADD = "nvme-vendor/intel-collector-readme__intel_smart-log-add_nvme0n1.txt"
 PAIRED_SMARTCTL = "nvme-vendor/constructed__smartctl-json_SSDPELKX020T8.json"

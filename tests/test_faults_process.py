@@ -27,8 +27,8 @@ import pytest
 
 from tests.conftest import ROOT, read_fixture
 from tests.fakehost import AgentProcess, FakeHost, build_default_host, history_rows
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
-from tests.test_fault_matrix import Scraper, descendants, left_behind
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.processes import Scraper, descendants, left_behind
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the agent's process handling is Linux's")
 
