@@ -120,7 +120,8 @@ def _escape(value: str) -> str:
 
 
 def _health_times(drives: Iterable[Drive]) -> List[Tuple[Drive, float]]:
-    """Each drive with the time of its newest health reading (smartctl or shannon-status)."""
+    """Each drive with the time of its newest health reading: a source whose role is health
+    (smartctl, shannon-status, fio-status, a plug-in), never a supplement (the NVMe vendor log)."""
     out = []
     for d in drives:
         t = health.health_data_time(d.last_poll)
@@ -185,7 +186,7 @@ def _identity(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
         ]],
         1.0,
     )
-    # 1: no health tool (smartctl, shannon-status) has answered for this drive: its health
+    # 1: no health source (smartctl, shannon-status, ...) has answered for this drive: its health
     # is unknown, which the status page and `ssdfleet status` show as a warning.
     f.gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
             0.0 if health.health_data_time(d.last_poll) is not None else 1.0)

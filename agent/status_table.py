@@ -65,8 +65,8 @@ def flag_reasons(v: Any, with_since: bool = False) -> List[Tuple[str, str]]:
 
 
 def has_health_data(v: Any) -> bool:
-    """Whether a health source (smartctl, shannon-status) ever answered for this drive; a
-    drive known only from sysfs has none."""
+    """Whether a health source (smartctl, shannon-status, fio-status, a plug-in) ever answered
+    for this drive; a drive known only from sysfs has none."""
     return _get(v, "data_age_seconds") is not None
 
 
