@@ -13,6 +13,7 @@ rpm:
 packaging-tools:
 	bash packaging/build.sh --install-tools
 
-# Build, lint, run with each Python and install in scratch roots (needs root; tests/test_packages.py).
+# Build, lint, run with each Python and install in scratch roots (needs root; tests/test_packages.py;
+# SSDFLEET_HOST_TESTS=1 lets the tests that install packages as root run, tests/conftest.py).
 check-packages:
-	.venv/bin/python -m pytest -p no:cacheprovider tests/test_packages.py tests/test_package_hoststate.py
+	SSDFLEET_HOST_TESTS=1 .venv/bin/python -m pytest -p no:cacheprovider tests/test_packages.py tests/test_package_hoststate.py

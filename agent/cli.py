@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import logging
 import os
 import signal as signal_mod
 import sys
 import time
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from agent import __version__
 from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, Intervals, load_config
@@ -26,13 +27,16 @@ _INTERVAL_NAMES = tuple(Intervals.model_fields)
 log = logging.getLogger("ssdfleet")
 
 
-def _add_simulate(p: argparse.ArgumentParser, verb: str) -> None:
-    """--simulate for agent, status and collect: the demo host of simulator/demo.py."""
-    p.add_argument("--simulate", type=int, nargs="?", const=8, metavar="DRIVES",
-                   help=f"demo: {verb} a simulated database host with this many drives (default 8)")
-    p.add_argument("--simulate-speed", type=float, default=1.0,
-                   help="simulated seconds per real second (default 1: real time)")
-    p.add_argument("--simulate-dir", help="where to build the simulated host (default: a temp dir)")
+# Command-line extensions: modules that add options to the commands that read a host and
+# prepare that host before the configuration is read. Each has ``add_arguments(parser,
+# command)`` and ``prepare(args, open_history) -> note or None``; the note (where the figures
+# come from) makes a one-poll command keep history and say so. Imported when the parser is
+# built, not with this module; the demo host (simulator/cli.py: --simulate) is the one there is.
+EXTENSIONS = ("simulator.cli",)
+
+
+def _extensions() -> List[Any]:
+    return [importlib.import_module(name) for name in EXTENSIONS]
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -113,27 +117,22 @@ def _setup_logging(level: str) -> None:
     )
 
 
-def _simulated(args: argparse.Namespace) -> None:
-    """``--simulate N``: build a simulated host (fake tools, sysfs, procfs) and point the
-    agent's tool and host paths at it, so the real probe-parse path runs on any machine."""
-    if not getattr(args, "simulate", None):
-        return
+def _prepared(args: argparse.Namespace) -> Optional[str]:
+    """Let each extension prepare the host (``--simulate`` builds the demo host and points the
+    tool and host paths at it); the first note, or None when no extension was asked to."""
     from agent.history import History
-    from simulator.demo import setup_simulated_host
 
     def open_history(path: str, step: float) -> History:
         return History(path, min_interval_seconds=step)
 
-    overrides = setup_simulated_host(drives=args.simulate, speed=args.simulate_speed,
-                                     root=args.simulate_dir, state_dir=getattr(args, "state_dir", None),
-                                     open_history=open_history)
-    for key, value in overrides.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+    notes = [ext.prepare(args, open_history) for ext in _extensions()]
+    note = next((n for n in notes if n), None)
+    args.prepared_host = note
+    return note
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
-    _simulated(args)
+    _prepared(args)
     config = _config(args)
     _setup_logging(config.log_level)
 
@@ -245,15 +244,16 @@ def _stop_agent(poller: Any, stop_signal: Optional[int], live: Any, orphans: Any
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    _simulated(args)
+    prepared = _prepared(args)
     config = _config(args)
     _setup_logging(config.log_level if args.log_level else "WARNING")
     from agent.poller import Poller
     from agent.views import snapshot_views
     from collectors.runner import ORPHANS, enable_subreaper
 
-    # one poll keeps no history, except on a simulated host, whose seeded history gives dates
-    config = config.model_copy(update={"history": bool(args.simulate)})
+    # one poll keeps no history, except on a prepared host (the demo's), whose seeded history
+    # gives dates
+    config = config.model_copy(update={"history": prepared is not None})
     subreaper = enable_subreaper()
     poller = Poller(config)
     snap = poller.poll_once()
@@ -314,8 +314,13 @@ def cmd_syncwrite_dropin(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from agent import status
 
-    _simulated(args)
+    _prepared(args)
     return status.main(args, _config)
+
+
+def _extend(p: argparse.ArgumentParser) -> None:
+    for ext in _extensions():
+        ext.add_arguments(p, p.prog.split()[-1])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -328,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen-address", help=f"host:port to listen on (default :{DEFAULT_PORT})")
     p.add_argument("--web-config", help="web config file (TLS, basic auth), Prometheus exporter format")
     p.add_argument("--probe-helper-socket", help="run device tools through the probe helper on this UNIX socket")
-    _add_simulate(p, "serve")
+    _extend(p)
     for name in _INTERVAL_NAMES:
         p.add_argument(f"--interval.{name}", dest=f"interval_{name}", type=float,
                        help=f"seconds between {name} polls")
@@ -342,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="poll once and print the result")
     _add_common(p)
-    _add_simulate(p, "poll")
+    _extend(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_collect)
 
@@ -365,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     from agent.status import add_client_arguments
 
     add_client_arguments(p)
-    _add_simulate(p, "show")
+    _extend(p)
     p.set_defaults(func=cmd_status)
     return parser
 

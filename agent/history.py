@@ -85,213 +85,48 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.parse
-from dataclasses import dataclass, replace
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from dataclasses import replace
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from agent import history_clock
 from agent.history_clock import Clocks, ClockWatch, describe, system_clocks
 from agent.history_file import FileWatch, sync_directory
+from agent.history_maths import counter_rate, least_squares_slope
+from agent.history_salvage import (
+    Contents,
+    IntegrityCheckFailed,
+    columns_of,
+    contents_of,
+    copy_rows,
+    header_problem,
+    is_busy,
+    is_damaged,
+    missing_columns,
+    missing_tables,
+    read_only_connection,
+    salvage,
+)
+from agent.history_schema import (  # noqa: F401 (BAD_BLOCK_DEFECTS: this module's readers use it from here)
+    BAD_BLOCK_DEFECTS,
+    FLAGS_TABLE,
+    INSERT,
+    ROW_ERRORS,
+    SCHEMA,
+    STORED,
+    STORED_NAMES,
+    V3_TABLES,
+    Sample,
+    bad_blocks_of,
+    drop_reason,
+    immediate,
+    select_list,
+)
 from collectors.model import DriveReading
 
 log = logging.getLogger("ssdfleet.history")
 
 SCHEMA_VERSION = 3
 DAY = 86400.0
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS samples (
-        serial TEXT NOT NULL,
-        ts REAL NOT NULL,
-        life_left_ratio REAL,
-        host_written_bytes INTEGER,
-        nand_written_bytes INTEGER,
-        bad_block_ratio REAL,
-        power_on_seconds INTEGER,
-        bad_blocks INTEGER,
-        media_errors INTEGER,
-        boot INTEGER,
-        PRIMARY KEY (serial, ts)
-    )""",
-    # retention deletes by time across all drives, including drives that have vanished
-    "CREATE INDEX IF NOT EXISTS samples_ts ON samples (ts)",
-)
-# Since when each of a drive's flags (agent.views) has been raised, so "since when" survives a
-# restart. Created by the first save, not at open: opening must not write (read-only files).
-_FLAGS_TABLE = (
-    "CREATE TABLE IF NOT EXISTS flags (serial TEXT NOT NULL, key TEXT NOT NULL, since REAL NOT NULL, "
-    "PRIMARY KEY (serial, key))"
-)
-_V1_COLUMNS = (
-    "serial, ts, life_left_ratio, host_written_bytes, nand_written_bytes, "
-    "bad_block_ratio, power_on_seconds"
-)
-# Columns added after version 1, in order; each ALTER TABLE ADD COLUMN appends one. ``boot``
-# (version 3) names the boot that recorded the sample (agent.history_clock.boot_key): the
-# samples a wall-clock step re-times.
-_ADDED = (("bad_blocks", "INTEGER"), ("media_errors", "INTEGER"), ("boot", "INTEGER"))
-# What a Sample holds, and what is stored (the same and the boot).
-_COLUMNS = _V1_COLUMNS + ", bad_blocks, media_errors"
-_STORED = _COLUMNS + ", boot"
-_STORED_NAMES = tuple(name.strip() for name in _STORED.split(","))
-# Tables of version 3, created by the upgrade (opening a file must not write to it):
-# the last look at the clocks (agent.history_clock.Look), and samples taken out of the time
-# line because an earlier boot wrote them in the future (kept, never deleted, never read).
-_V3_TABLES = (
-    "CREATE TABLE IF NOT EXISTS clock (id INTEGER PRIMARY KEY CHECK (id = 1), boot INTEGER, "
-    "since_boot REAL, wall REAL, steady_since REAL)",
-    "CREATE TABLE IF NOT EXISTS samples_displaced (serial TEXT NOT NULL, ts REAL NOT NULL, "
-    "life_left_ratio REAL, host_written_bytes INTEGER, nand_written_bytes INTEGER, bad_block_ratio REAL, "
-    "power_on_seconds INTEGER, bad_blocks INTEGER, media_errors INTEGER, boot INTEGER, displaced_at REAL)",
-)
-
-
-def _select_list(have: Set[str], names: Sequence[str] = _STORED_NAMES) -> str:
-    """The columns to select from a file whose samples table has the columns ``have``: an
-    older file not yet upgraded reads NULL for the columns it lacks (not recorded then)."""
-    return ", ".join(name if name in have else f"NULL AS {name}" for name in names)
-
-
-# Defect types (DriveReading.defects keys) counted as grown bad blocks, one per drive kind:
-# ATA "reallocated" (attribute 5: Reallocated_Sector_Ct, Reallocate_NAND_Blk_Cnt,
-# Retired_Block_Count: sectors or NAND blocks the drive has retired), SCSI "grown_defect"
-# (Elements in grown defect list) and Shannon "dynamic_bad_block" (blocks gone bad in use).
-# Every other type is left out, among them: Shannon "static_bad_block" (factory defects,
-# like the SCSI primary list: not grown, and constant); "pending" and
-# "offline_uncorrectable" (sectors not yet retired, which may yet be rewritten fine);
-# "reallocation_events" (events, not blocks); "program_fail" and "erase_fail" (failed
-# operations, not blocks); error counters such as "reported_uncorrectable" or
-# "udma_crc_errors". NVMe reports no bad-block count: its ``bad_blocks`` is None and
-# ``media_errors`` carries its health log's media errors.
-BAD_BLOCK_DEFECTS = ("reallocated", "grown_defect", "dynamic_bad_block")
-
-# SQLite primary result codes (sqlite3.h). Python 3.11+ exposes them on the exception as
-# ``sqlite_errorcode``; on 3.9/3.10 we fall back to the message text.
-_SQLITE_PERM = 3
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-_SQLITE_READONLY = 8
-_SQLITE_CORRUPT = 11
-_SQLITE_CANTOPEN = 14
-_SQLITE_AUTH = 23
-_SQLITE_NOTADB = 26
-
-
-_INSERT = f"INSERT OR REPLACE INTO samples ({_STORED}) VALUES ({', '.join('?' * len(_STORED_NAMES))})"
-
-# What SQLite (or the row's own conversion) raises for a value it cannot store: the row's
-# fault, not the storage's. Anything else from a write is a storage error (kept pending).
-_ROW_ERRORS = (
-    OverflowError,
-    TypeError,
-    ValueError,
-    sqlite3.InterfaceError,
-    sqlite3.ProgrammingError,
-    sqlite3.IntegrityError,
-    sqlite3.DataError,
-)
-
-
-def _drop_reason(exc: BaseException) -> str:
-    """The ``reason`` label of a dropped row: a small fixed set."""
-    if isinstance(exc, OverflowError):
-        return "out_of_range"
-    if isinstance(exc, sqlite3.IntegrityError):
-        return "constraint"
-    if isinstance(exc, (TypeError, sqlite3.InterfaceError, sqlite3.ProgrammingError)):
-        return "unsupported_type"
-    return "invalid_value"
-
-
-@contextlib.contextmanager
-def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction: BEGIN IMMEDIATE, COMMIT, or ROLLBACK and re-raise."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-        raise
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One stored reading of one drive. ``None`` means the source did not report it."""
-
-    serial: str
-    ts: float
-    life_left_ratio: Optional[float] = None
-    host_written_bytes: Optional[int] = None
-    nand_written_bytes: Optional[int] = None
-    bad_block_ratio: Optional[float] = None
-    power_on_seconds: Optional[int] = None
-    bad_blocks: Optional[int] = None  # grown bad blocks, see BAD_BLOCK_DEFECTS
-    media_errors: Optional[int] = None
-
-    def as_row(self, boot: Optional[int] = None) -> tuple:
-        """The row as SQLite binds it (every value through :func:`_to_db`), with the key of
-        the boot that recorded it."""
-        return (
-            str(self.serial),
-            float(self.ts),
-            _to_db(self.life_left_ratio),
-            _to_db(self.host_written_bytes),
-            _to_db(self.nand_written_bytes),
-            _to_db(self.bad_block_ratio),
-            _to_db(self.power_on_seconds),
-            _to_db(self.bad_blocks),
-            _to_db(self.media_errors),
-            boot,
-        )
-
-    @classmethod
-    def from_row(cls, row: Sequence) -> Sample:
-        return cls(row[0], float(row[1]), *(_from_db(v) for v in row[2:]))
-
-
-# SQLite's INTEGER storage class: a signed 64-bit integer.
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-
-
-def _to_db(value: object) -> object:
-    """A sample value as SQLite can store it without error or loss.
-
-    Integers outside the signed 64-bit range become a BLOB of their decimal digits: SQLite
-    would refuse them (OverflowError at bind), and a TEXT or REAL value in an INTEGER column
-    would be converted to a rounded REAL by column affinity; a BLOB is stored as given.
-    """
-    if value is None or isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        if _INT64_MIN <= value <= _INT64_MAX:
-            return value
-        return str(value).encode("ascii")
-    return value  # float or str; any other type is refused by SQLite and isolated by _flush
-
-
-def _from_db(value: object) -> object:
-    """The inverse of :func:`_to_db`."""
-    if isinstance(value, bytes):
-        try:
-            return int(value.decode("ascii"))
-        except (UnicodeDecodeError, ValueError):
-            return None  # not ours: an unreadable value is absent, not zero
-    return value
-
-
-def bad_blocks_of(reading: DriveReading) -> Optional[int]:
-    """Grown bad blocks of a reading: the sum of its defects of the BAD_BLOCK_DEFECTS types,
-    None when it reports none of them (absent is not zero)."""
-    counts = [reading.defects[kind] for kind in BAD_BLOCK_DEFECTS if reading.defects.get(kind) is not None]
-    return sum(counts) if counts else None
-
 
 def default_state_dir(
     environ: Optional[Dict[str, str]] = None,
@@ -322,247 +157,6 @@ def default_state_dir(
         raise ValueError("no home directory to keep history under (no $HOME, $XDG_STATE_HOME or "
                          "$STATE_DIRECTORY): pass --state-dir DIR or --no-history")
     return os.path.join(base, ".local", "state", "ssdfleet")
-
-
-def counter_rate(
-    points: Sequence[Tuple[float, float]], min_span_seconds: float = 3600.0
-) -> Optional[float]:
-    """Rate per second of a cumulative counter from ``(ts, value)`` points sorted by time.
-
-    Uses the oldest point of the current run against the newest, which smooths over the whole
-    window (a database host writes in bursts). A decrease means the counter was reset or the
-    drive replaced, so the run restarts at the point after it. ``None`` when the run spans
-    less than ``min_span_seconds``: two samples a minute apart say nothing about next month.
-    """
-    if not points:
-        return None
-    start = 0
-    for i in range(1, len(points)):
-        if points[i][1] < points[i - 1][1]:
-            start = i
-    oldest_ts, oldest_value = points[start]
-    newest_ts, newest_value = points[-1]
-    span = newest_ts - oldest_ts
-    if span < min_span_seconds or span <= 0:
-        return None
-    return (newest_value - oldest_value) / span
-
-
-def least_squares_slope(
-    points: Sequence[Tuple[float, float]], min_span_seconds: float = 3600.0
-) -> Optional[float]:
-    """Least-squares slope (value per second) of ``(ts, value)`` points, as PromQL ``deriv``.
-
-    ``None`` with fewer than two points or a span under ``min_span_seconds``.
-    """
-    if len(points) < 2:
-        return None
-    t0 = points[0][0]
-    # shift time to the first point: unix timestamps squared lose precision in a double
-    xs = [p[0] - t0 for p in points]
-    ys = [float(p[1]) for p in points]
-    if max(xs) - min(xs) < min_span_seconds:
-        return None
-    n = float(len(points))
-    mean_x = sum(xs) / n
-    mean_y = sum(ys) / n
-    sxx = sum((x - mean_x) ** 2 for x in xs)
-    if sxx <= 0:
-        return None
-    sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
-    return sxy / sxx
-
-
-def _error_code(exc: BaseException) -> Optional[int]:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is None:
-        return None
-    return int(code) & 0xFF  # extended codes keep the primary code in the low byte
-
-
-def _is_busy(exc: BaseException) -> bool:
-    code = _error_code(exc)
-    if code is not None:
-        return code in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def _is_damaged(exc: BaseException) -> bool:
-    """Errors at open that mean the file itself is damaged (moved aside, its rows salvaged).
-    Not: locked, disk full, I/O errors, or a file we may not open or read (permissions): that
-    file may be perfectly good, so it is left alone and opened again later."""
-    if isinstance(exc, _IntegrityCheckFailed):
-        return True
-    code = _error_code(exc)
-    if code is not None:
-        return code in (_SQLITE_NOTADB, _SQLITE_CORRUPT)
-    text = str(exc).lower()
-    return any(marker in text for marker in ("not a database", "malformed", "corrupt"))
-
-
-class _IntegrityCheckFailed(sqlite3.DatabaseError):
-    pass
-
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def _header_problem(path: str) -> Optional[BaseException]:
-    """Why an existing file is plainly not our database (unreadable, or not SQLite), else
-    ``None``. An empty file is a valid empty database to SQLite."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return exc
-    if head and head != _SQLITE_MAGIC:
-        return sqlite3.DatabaseError("file is not a database (no SQLite header)")
-    return None
-
-
-def _read_only_connection(path: str, busy_timeout: float, tolerant: bool = False) -> Optional[sqlite3.Connection]:
-    """The file opened for reading only, or None. ``immutable`` as a last resort reads a file
-    whose -shm cannot be created (full disk, read-only directory), ignoring its -wal."""
-    if not os.path.isfile(path):
-        return None
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
-    for mode in ("?mode=ro", "?mode=ro&immutable=1"):
-        conn = None
-        try:
-            conn = sqlite3.connect(uri + mode, uri=True, timeout=busy_timeout,
-                                   check_same_thread=False, isolation_level=None)
-            if tolerant:
-                # a damaged file: let SQLite read a schema whose pages point past the end
-                conn.execute("PRAGMA writable_schema=ON")
-            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
-            return conn
-        except sqlite3.Error:
-            if conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-    return None
-
-
-@dataclass
-class _Contents:
-    """Everything a history file holds, as stored: sample rows (in :data:`_STORED` order),
-    flag times and displaced samples. What moves into a new file when the old one is damaged,
-    deleted or could not be written."""
-
-    rows: List[tuple]
-    flags: List[tuple]
-    displaced: List[tuple]
-
-
-def _salvage(path: str) -> _Contents:
-    """Every sample row (and flag time) that can still be read from a damaged file. The table
-    is scanned without its indexes (a damaged index loses nothing), and a scan that hits a
-    damaged table page keeps the rows before it."""
-    conn = _read_only_connection(path, 0.1, tolerant=True)
-    if conn is None:
-        return _Contents([], [], [])
-    try:
-        return _contents_of(conn, tolerate_damage=True)
-    finally:
-        with contextlib.suppress(sqlite3.Error):
-            conn.close()
-
-
-def _contents_of(conn: sqlite3.Connection, tolerate_damage: bool = False) -> _Contents:
-    """All sample rows, flag rows and displaced rows of ``conn``."""
-    rows: List[tuple] = []
-    columns = _select_list(_columns_of(conn, tolerate_damage))
-    try:
-        rows.extend(tuple(r) for r in conn.execute(f"SELECT {columns} FROM samples NOT INDEXED"))
-    except sqlite3.Error:
-        if not tolerate_damage:
-            raise
-        rows = _rows_around_damage(conn, columns)
-    flags: List[tuple] = []
-    displaced: List[tuple] = []
-    try:
-        flags.extend(tuple(r) for r in conn.execute("SELECT serial, key, since FROM flags NOT INDEXED"))
-    except sqlite3.Error:
-        pass  # no flags table (an older file), or damaged: flags are rebuilt as they are raised
-    try:
-        displaced.extend(tuple(r) for r in conn.execute(f"SELECT {_STORED}, displaced_at FROM samples_displaced"))
-    except sqlite3.Error:
-        pass  # none yet (an older file), or damaged
-    return _Contents(rows, flags, displaced)
-
-
-def _rows_around_damage(conn: sqlite3.Connection, columns: str, chunk: int = 256) -> List[tuple]:
-    """The rows a full scan could not reach: read the table in rowid ranges, each a seek that
-    visits only the pages on its path, skipping the ranges whose pages are damaged."""
-    try:
-        highest = int(conn.execute("SELECT MAX(rowid) FROM samples").fetchone()[0] or 0)
-    except sqlite3.Error:
-        highest = 2_000_000  # the rightmost path is damaged too: look far enough
-    rows: List[tuple] = []
-    empty_run = 0
-    for low in range(1, highest + 1, chunk):
-        try:
-            got = conn.execute(f"SELECT {columns} FROM samples NOT INDEXED WHERE rowid BETWEEN ? AND ?",
-                               (low, low + chunk - 1)).fetchall()
-        except sqlite3.Error:
-            continue
-        rows.extend(tuple(r) for r in got)
-        empty_run = 0 if got else empty_run + 1
-        if empty_run > 1000 and rows:
-            break
-    return rows
-
-
-def _copy_rows(conn: sqlite3.Connection, contents: _Contents) -> int:
-    """Insert what another file held (values as stored there) unless the key is taken.
-    Returns how many sample rows were new. Raises sqlite3.Error for a storage failure; the
-    file must be at the current schema."""
-    copied = 0
-    insert = _INSERT.replace("INSERT OR REPLACE", "INSERT OR IGNORE")
-    with _immediate(conn):
-        for row in contents.rows:
-            try:
-                cursor = conn.execute(insert, row)
-                copied += cursor.rowcount if cursor.rowcount > 0 else 0
-            except _ROW_ERRORS:
-                continue  # a row whose values were damaged too
-        if contents.flags:
-            conn.execute(_FLAGS_TABLE)
-            for flag in contents.flags:
-                with contextlib.suppress(*_ROW_ERRORS):
-                    conn.execute("INSERT OR IGNORE INTO flags (serial, key, since) VALUES (?, ?, ?)", flag)
-        for row in contents.displaced:
-            with contextlib.suppress(*_ROW_ERRORS):
-                conn.execute(f"INSERT INTO samples_displaced ({_STORED}, displaced_at) "
-                             f"VALUES ({', '.join('?' * (len(_STORED_NAMES) + 1))})", row)
-    return copied
-
-
-def _columns_of(conn: sqlite3.Connection, tolerate_damage: bool = False) -> Set[str]:
-    """The columns of the file's samples table. Raises sqlite3.Error unless told to tolerate
-    damage (then: the version 1 columns, the rest read as NULL)."""
-    try:
-        return {row[1] for row in conn.execute("PRAGMA table_info(samples)")}
-    except sqlite3.Error:
-        if not tolerate_damage:
-            raise
-        return set(_STORED_NAMES[:7])
-
-
-def _missing_columns(conn: sqlite3.Connection) -> List[Tuple[str, str]]:
-    """Columns of the current schema that the file's samples table lacks (an older file).
-    Raises sqlite3.Error."""
-    have = _columns_of(conn)
-    return [(name, kind) for name, kind in _ADDED if name not in have]
-
-
-def _missing_tables(conn: sqlite3.Connection) -> bool:
-    """Whether the file lacks a table of schema version 3. Raises sqlite3.Error."""
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return not {"clock", "samples_displaced"} <= names
 
 
 class History:
@@ -609,7 +203,7 @@ class History:
         # False while the file is an old schema that could not be upgraded yet (read-only);
         # _have: the columns its samples table has (reads select NULL for the others)
         self._schema_current = True
-        self._have: Set[str] = set(_STORED_NAMES)
+        self._have: Set[str] = set(STORED_NAMES)
 
         # exported status
         self.healthy = True
@@ -617,7 +211,7 @@ class History:
         self.errors_total = 0
         self.last_error: Optional[str] = None
         self.in_memory = path is None
-        # rows SQLite refused, by reason (see _drop_reason); each also counts in errors_total
+        # rows SQLite refused, by reason (see drop_reason); each also counts in errors_total
         self.dropped_total: Dict[str, int] = {}
         self._logged_drops: Set[str] = set()
         # set by the owner when it asked for a file and could not even create its directory
@@ -671,7 +265,7 @@ class History:
             # than at some later write. The table is small (rows are capped), so it is cheap.
             result = conn.execute("PRAGMA quick_check").fetchone()
             if not result or result[0] != "ok":
-                raise _IntegrityCheckFailed(f"quick_check: {result[0] if result else 'no result'}")
+                raise IntegrityCheckFailed(f"quick_check: {result[0] if result else 'no result'}")
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
             if not mode or str(mode[0]).lower() != "wal":
                 raise sqlite3.OperationalError(f"cannot switch to WAL mode (got {mode})")
@@ -680,11 +274,11 @@ class History:
             # an error (NORMAL syncs only at checkpoints: up to ~1,000 pages of commits could
             # vanish). Its cost, one fdatasync per sample, is measured in bench/history_sync_cost.py.
             conn.execute("PRAGMA synchronous=FULL")
-        for statement in _SCHEMA:
+        for statement in SCHEMA:
             conn.execute(statement)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == 0:
-            for statement in _V3_TABLES:
+            for statement in V3_TABLES:
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
@@ -693,27 +287,9 @@ class History:
         moved aside and what can still be read of it is copied into a new file; a file that
         cannot be opened for writing now is read if possible and opened again later
         (``_reopen``). Returns None when nothing at all could be opened."""
-        directory = os.path.dirname(os.path.abspath(path))
-        try:
-            os.makedirs(directory, mode=0o750, exist_ok=True)
-        except OSError as exc:
-            log.error(
-                "history: cannot create state directory %s (%s); keeping history in memory",
-                directory,
-                exc,
-            )
-            self._note_error(exc, log_it=False)
-            self._reopen = True
+        if not self._may_open(path):
             return None
-        if os.path.exists(path) and not os.path.isfile(path):
-            # a FIFO would block the open forever, a directory or device is not ours
-            exc = OSError(f"{path} is not a regular file")
-            self._note_error(exc, log_it=False)
-            log.error("history: %s is not a regular file; leaving it alone and keeping history in "
-                      "memory (remove it, or point --state-dir elsewhere)", path)
-            self._reopen = True
-            return None
-        damage = _header_problem(path)
+        damage = header_problem(path)
         if isinstance(damage, OSError):
             # cannot even read it (owned by another user, mode 0600): the file may be fine
             self._note_error(damage, log_it=False)
@@ -737,9 +313,36 @@ class History:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._note_error(exc, log_it=False)
-            if _is_damaged(exc) and not _is_busy(exc):
+            if is_damaged(exc) and not is_busy(exc):
                 return self._replace_damaged(path, exc)
             return self._open_for_reading(path, exc)
+        return self._writable(path, conn, created)
+
+    def _may_open(self, path: str) -> bool:
+        """Whether ``path`` may be opened at all: its directory exists (made if need be) and
+        it is a regular file or absent. Otherwise logged, counted, retried later."""
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(directory, mode=0o750, exist_ok=True)
+        except OSError as exc:
+            log.error("history: cannot create state directory %s (%s); keeping history in memory",
+                      directory, exc)
+            self._note_error(exc, log_it=False)
+            self._reopen = True
+            return False
+        if os.path.exists(path) and not os.path.isfile(path):
+            # a FIFO would block the open forever, a directory or device is not ours
+            exc = OSError(f"{path} is not a regular file")
+            self._note_error(exc, log_it=False)
+            log.error("history: %s is not a regular file; leaving it alone and keeping history in "
+                      "memory (remove it, or point --state-dir elsewhere)", path)
+            self._reopen = True
+            return False
+        return True
+
+    def _writable(self, path: str, conn: sqlite3.Connection, created: bool) -> Optional[sqlite3.Connection]:
+        """The opened file, found writable and upgraded, or kept for reading while new
+        samples wait in memory; another connection (read-only) when it is busy."""
         try:
             # SQLite opens a file it may not write (read-only mount, 0444 file) read-only and
             # only fails at the first write. Find out now, but keep the connection: the old
@@ -753,20 +356,15 @@ class History:
             finally:
                 conn.execute("ROLLBACK")
         except (sqlite3.Error, OSError) as exc:
-            if _is_busy(exc):
+            self._note_error(exc, log_it=False)
+            if is_busy(exc):
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
-                self._note_error(exc, log_it=False)
                 return self._open_for_reading(path, exc)
-            self._note_error(exc, log_it=False)
             self.healthy = False
             self._reopen = True
-            log.error(
-                "history: %s cannot be written (%s); reading its history and keeping new "
-                "samples in memory until it can",
-                path,
-                exc,
-            )
+            log.error("history: %s cannot be written (%s); reading its history and keeping new "
+                      "samples in memory until it can", path, exc)
             self._note_schema(conn)
             return conn
         if created:
@@ -778,35 +376,30 @@ class History:
             self._note_schema(conn)
             self._note_error(exc, log_it=False)
             self.healthy = False
-            log.error(
-                "history: cannot upgrade %s to schema version %d (%s); reading it as it is "
-                "and keeping new samples in memory until a write succeeds",
-                path,
-                SCHEMA_VERSION,
-                exc,
-            )
+            log.error("history: cannot upgrade %s to schema version %d (%s); reading it as it is "
+                      "and keeping new samples in memory until a write succeeds", path, SCHEMA_VERSION, exc)
         return conn
 
     def _note_schema(self, conn: sqlite3.Connection) -> None:
         """What the file's samples table has (reads select NULL for the rest), and whether the
         file is at the current schema (else the first write that can upgrades it)."""
         try:
-            self._have = _columns_of(conn)
-            self._schema_current = not _missing_columns(conn) and not _missing_tables(conn)
+            self._have = columns_of(conn)
+            self._schema_current = not missing_columns(conn) and not missing_tables(conn)
         except sqlite3.Error:
-            self._have = set(_STORED_NAMES[:7])
+            self._have = set(STORED_NAMES[:7])
             self._schema_current = False
 
     def _upgrade(self, conn: sqlite3.Connection) -> None:
         """Bring the file to SCHEMA_VERSION in one transaction. Raises sqlite3.Error."""
-        missing = _missing_columns(conn)
-        tables = _missing_tables(conn)
+        missing = missing_columns(conn)
+        tables = missing_tables(conn)
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if missing or tables or version < SCHEMA_VERSION:
-            with _immediate(conn):
+            with immediate(conn):
                 for name, kind in missing:
                     conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {kind}")
-                for statement in _V3_TABLES:
+                for statement in V3_TABLES:
                     conn.execute(statement)
                 if version < SCHEMA_VERSION:
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -818,14 +411,14 @@ class History:
                 ", ".join(name for name, _ in missing) or "nothing",
             )
         self._schema_current = True
-        self._have = set(_STORED_NAMES)
+        self._have = set(STORED_NAMES)
 
     def _open_for_reading(self, path: str, exc: BaseException) -> Optional[sqlite3.Connection]:
         """The file cannot be opened for writing now (locked, full disk, permissions, I/O):
         read its rows if possible, keep new samples in memory, and open it again later."""
         self._reopen = True
-        conn = _read_only_connection(path, self._busy_timeout)
-        if _is_busy(exc):
+        conn = read_only_connection(path, self._busy_timeout)
+        if is_busy(exc):
             why = "is locked by another process"
         else:
             why = "cannot be opened for writing"
@@ -845,14 +438,14 @@ class History:
         moved = self._move_aside(path, exc)
         if moved is None:
             return None
-        contents = _salvage(moved)
+        contents = salvage(moved)
         conn = None
         try:
             conn = self._connect(path)
             self._configure(conn)
             sync_directory(path)  # the rename and the new file
             self._upgrade(conn)
-            copied = _copy_rows(conn, contents)
+            copied = copy_rows(conn, contents)
         except (sqlite3.Error, OSError) as new_exc:
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
@@ -913,7 +506,7 @@ class History:
             return
         old = self._conn
         try:
-            copied = _copy_rows(conn, _contents_of(old))
+            copied = copy_rows(conn, contents_of(old))
         except (sqlite3.Error, OSError) as exc:
             self._note_error(exc)
             self._reopen = True
@@ -952,10 +545,10 @@ class History:
         then open the path as at start and copy everything in. Caller holds the lock."""
         old, watch, self._file = self._conn, self._file, None
         try:
-            contents = _contents_of(old)
+            contents = contents_of(old)
         except sqlite3.Error as exc:  # the open file cannot be read: keep what is pending
             self._note_error(exc)
-            contents = _Contents([], [], [])
+            contents = Contents([], [], [])
         with contextlib.suppress(sqlite3.Error):
             old.close()
         if watch is not None:
@@ -965,7 +558,7 @@ class History:
         conn = self._open_file(self.path)
         if conn is not None and not self._reopen:
             try:
-                copied = _copy_rows(conn, contents)
+                copied = copy_rows(conn, contents)
             except (sqlite3.Error, OSError) as exc:
                 self._note_error(exc)
                 with contextlib.suppress(sqlite3.Error):
@@ -979,9 +572,9 @@ class History:
                     conn.close()
             memory = self._connect(":memory:")
             self._configure(memory, check=False)
-            _copy_rows(memory, contents)
+            copy_rows(memory, contents)
             self._conn, self.in_memory, self._reopen = memory, True, True
-            self._schema_current, self._have = True, set(_STORED_NAMES)
+            self._schema_current, self._have = True, set(STORED_NAMES)
             self.healthy = False
             log.error("history: %s was %s while the agent ran, and no new file can be started there "
                       "now; keeping its %d rows and new samples in memory and writing them once it can",
@@ -1027,7 +620,7 @@ class History:
         moved = 0
         if self._boot is not None and self._schema_current:
             try:
-                moved = history_clock.retime_boot(self._conn, self._boot, step, _STORED)
+                moved = history_clock.retime_boot(self._conn, self._boot, step, STORED)
             except sqlite3.Error as exc:
                 self._note_error(exc)
         assert self._watch is not None
@@ -1042,7 +635,7 @@ class History:
             return
         limit = self._clock() + self._watch.tolerance_seconds
         try:
-            count, newest = history_clock.displace_future(self._conn, self._boot, limit, _STORED)
+            count, newest = history_clock.displace_future(self._conn, self._boot, limit, STORED)
         except sqlite3.Error as exc:
             self._note_error(exc)
             return
@@ -1148,13 +741,13 @@ class History:
         try:
             if not self._schema_current:
                 self._upgrade(conn)  # the file was not writable at open, or the disk was full
-            with _immediate(conn):
+            with immediate(conn):
                 # Row by row inside one transaction: a value SQLite refuses fails before its
                 # statement changes anything, so it costs that row only.
                 for sample in self._pending:
                     try:
-                        conn.execute(_INSERT, sample.as_row(self._boot))
-                    except _ROW_ERRORS as exc:
+                        conn.execute(INSERT, sample.as_row(self._boot))
+                    except ROW_ERRORS as exc:
                         refused.append((sample, exc))
                 if retention:
                     conn.execute("DELETE FROM samples WHERE ts < ?", (cutoff,))
@@ -1198,7 +791,7 @@ class History:
         gone = {id(sample) for sample, _ in refused}
         self._pending = [s for s in self._pending if id(s) not in gone]
         for sample, exc in refused:
-            reason = _drop_reason(exc)
+            reason = drop_reason(exc)
             self.dropped_total[reason] = self.dropped_total.get(reason, 0) + 1
             self.errors_total += 1
             self.last_error = f"sample of {sample.serial} at {sample.ts:.0f} dropped: {exc}"
@@ -1249,7 +842,7 @@ class History:
             found: Dict[float, Sample] = {}
             if not self._closed:
                 try:
-                    columns = _select_list(self._have, _STORED_NAMES[:-1])
+                    columns = select_list(self._have, STORED_NAMES[:-1])
                     query = f"SELECT {columns} FROM samples WHERE serial = ?"
                     args: tuple = (serial,)
                     if since is not None:
@@ -1354,8 +947,8 @@ class History:
                 return
             conn = self._conn
             try:
-                with _immediate(conn):
-                    conn.execute(_FLAGS_TABLE)
+                with immediate(conn):
+                    conn.execute(FLAGS_TABLE)
                     conn.execute("DELETE FROM flags")
                     conn.executemany("INSERT INTO flags (serial, key, since) VALUES (?, ?, ?)",
                                      [(serial, key, since) for (serial, key), since in sorted(times.items())])

@@ -120,7 +120,8 @@ def _escape(value: str) -> str:
 
 
 def _health_times(drives: Iterable[Drive]) -> List[Tuple[Drive, float]]:
-    """Each drive with the time of its newest health reading (smartctl or shannon-status)."""
+    """Each drive with the time of its newest health reading: a source whose role is health
+    (smartctl, shannon-status, fio-status, a plug-in), never a supplement (the NVMe vendor log)."""
     out = []
     for d in drives:
         t = health.health_data_time(d.last_poll)
@@ -136,171 +137,209 @@ def data_age_family(drives: Iterable[Drive], now: float) -> GaugeMetricFamily:
     return age
 
 
-def drive_families(drives: Iterable[Drive]) -> List:
-    info = _g(
-        "ssd_drive_info",
-        "Drive identity; join on device and serial for model, firmware and kind.",
-        ["kind", "model", "model_family", "firmware", "vendor", "driver_version", "device_type",
-         "is_ssd", "life_left_source", "host_written_source", "nand_written_source"],
-    )
-    gauges: Dict[str, GaugeMetricFamily] = {}
-    counters: Dict[str, CounterMetricFamily] = {}
+class _DriveFamilies:
+    """The per-drive families as they fill: ``ssd_drive_info``, then every gauge and every
+    counter in the order a drive first gives them a value. A family with no value on any
+    drive is not exported (absent is not zero)."""
 
-    def gauge(name: str, doc: str, labels, value, extra=()):
-        if value is None:
-            return
-        fam = gauges.get(name)
-        if fam is None:
-            fam = gauges[name] = _g(name, doc, extra)
-        fam.add_metric(list(labels[:2]) + [printable(v) for v in labels[2:]], float(value))  # ids: printable already
-
-    def counter(name: str, doc: str, labels, value, extra=()):
-        if value is None:
-            return
-        fam = counters.get(name)
-        if fam is None:
-            fam = counters[name] = _c(name, doc, extra)
-        fam.add_metric(list(labels[:2]) + [printable(v) for v in labels[2:]], float(value))  # ids: printable already
-
-    for d in drives:
-        r = d.reading
-        ids = [printable(d.device), printable(d.serial)]
-        src = r.sources
-        info.add_metric(
-            ids + [printable(v) for v in [
-                r.kind, r.model or "", r.model_family or "", r.firmware or "", r.vendor or "",
-                r.driver_version or "", r.device_type or "",
-                "" if r.is_ssd is None else str(r.is_ssd).lower(),
-                src.get("life_left_ratio", ""), src.get("host_written_bytes", ""),
-                src.get("nand_written_bytes", ""),
-            ]],
-            1.0,
+    def __init__(self) -> None:
+        self.info = _g(
+            "ssd_drive_info",
+            "Drive identity; join on device and serial for model, firmware and kind.",
+            ["kind", "model", "model_family", "firmware", "vendor", "driver_version", "device_type",
+             "is_ssd", "life_left_source", "host_written_source", "nand_written_source"],
         )
-        # 1: no health tool (smartctl, shannon-status) has answered for this drive: its health
-        # is unknown, which the status page and `ssdfleet status` show as a warning.
-        gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
-              0.0 if health.health_data_time(d.last_poll) is not None else 1.0)
-        gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
-        # Issue 26: absent unless another drive reports the same serial (then the serial label
-        # is SERIAL@WWN or SERIAL@DEVICE for both, and the problems list says which drives).
-        gauge("ssd_drive_serial_shared", "1: another drive on this host reports the same serial; the agent keeps "
-              "them apart by WWN or device (serial label SERIAL@WHERE).", ids, 1 if "serial_shared" in r.extra else None)
-        # Every withheld figure, not only the evidence fields: a capacity or a defect counter
-        # outside physics is withheld too, and the fault must show in a metric (issue 26).
-        for name in sorted(k[: -len("_withheld")] for k in r.extra if k.endswith("_withheld")):
-            gauge("ssd_value_withheld",
-                  "1 for each figure the drive's sources could not establish (the reason is in /api/v1/drives).",
-                  ids + [name], 1, ["field"])
-        gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
-        gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)
-        gauge("ssd_spare_threshold_ratio", "The drive's own warning threshold for spare, 0 to 1.", ids, r.spare_threshold_ratio)
-        gauge("ssd_bad_block_ratio", "Bad blocks as a fraction of all blocks.", ids, r.bad_block_ratio)
-        for kind, count in sorted(r.defects.items()):
-            gauge("ssd_defects", "Defect counts as the drive reports them, by type.", ids + [kind], count, ["type"])
-        counter("ssd_media_errors", "Media and data integrity errors (NVMe) or uncorrected errors (SCSI).", ids, r.media_errors)
-        # One series with the byte as the drive reports it (0: no warning); the bits are
-        # decoded in /api/v1/drives, the status page and the runbook (health.NVME_WARNING_BITS).
-        gauge("ssd_nvme_critical_warning", "NVMe critical warning byte (SMART / Health log byte 0; 0 = none).",
-              ids, r.critical_warning)
-        gauge("ssd_smart_healthy", "SMART overall-health self-assessment passed (1) or failed (0).", ids, _bool(r.smart_healthy))
-        gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids, _bool(health.is_readonly(r)))
-        # only drives with a reduced-write mode (Shannon) report one
-        gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids, _bool(health.is_write_reduced(r)))
-        gauge("ssd_write_amplification", "NAND bytes written per host byte written, lifetime.", ids, r.write_amplification)
-        counter("ssd_host_written_bytes", "Bytes written by the host.", ids, r.host_written_bytes)
-        counter("ssd_host_read_bytes", "Bytes read by the host.", ids, r.host_read_bytes)
-        counter("ssd_nand_written_bytes", "Bytes written to flash, host writes plus garbage collection.", ids, r.nand_written_bytes)
-        for t in r.temperatures:
-            gauge("ssd_temperature_celsius", "Current temperature by sensor.", ids + [t.sensor], t.celsius, ["sensor"])
-            gauge("ssd_temperature_limit_celsius", "The drive's own warning or trip temperature.", ids + [t.sensor], t.limit_celsius, ["sensor"])
-        for v in r.voltages:
-            gauge("ssd_voltage_volts", "Supply voltage by rail.", ids + [v.rail], v.volts, ["rail"])
-        counter("ssd_power_on_seconds", "Power-on time.", ids, r.power_on_seconds)
-        counter("ssd_power_cycles", "Power cycles.", ids, r.power_cycles)
-        if r.power_state is not None:
-            gauge("ssd_standby", "The drive was asleep at the last poll and was not woken.", ids, _bool(r.power_state == "standby"))
+        self.gauges: Dict[str, GaugeMetricFamily] = {}
+        self.counters: Dict[str, CounterMetricFamily] = {}
 
-        # Write cache: what each source says, the effective state, and the expectation.
-        for s in d.write_cache:
-            if s.state in (CACHE_ENABLED, CACHE_DISABLED, "not_supported"):
-                gauge("ssd_write_cache_state", "Write cache state as each source reports it.",
-                      ids + [s.source, s.state], 1, ["source", "state"])
-        effective = health.known_write_cache(d.write_cache)
-        if effective is not None:
-            gauge("ssd_write_cache_enabled", "Effective volatile write cache state (1 enabled).", ids,
-                  1 if effective == CACHE_ENABLED else 0)
-            if d.write_cache_expected is not None:
-                gauge("ssd_write_cache_expected_enabled", "Expected write cache state from the configuration.", ids,
-                      1 if d.write_cache_expected == CACHE_ENABLED else 0)
-                wrong = health.write_cache_mismatch(effective, d.write_cache_expected)
-                gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
-                      None if wrong is None else int(wrong))
+    def gauge(self, name: str, doc: str, labels, value, extra=()) -> None:
+        if value is None:
+            return
+        fam = self.gauges.get(name)
+        if fam is None:
+            fam = self.gauges[name] = _g(name, doc, extra)
+        fam.add_metric(list(labels[:2]) + [printable(v) for v in labels[2:]], float(value))  # ids: printable already
 
-        # Flush integrity and power-loss protection (issue 15, agent/durability.py).
-        ignored = durability.flush_ignored(d.write_cache)
-        gauge("ssd_write_cache_flush_ignored",
-              "1 when the kernel treats the drive as write through (sends no FLUSH) while the drive reports its volatile cache on.",
-              ids, None if ignored is None else int(ignored))
-        gauge("ssd_power_loss_protection",
-              "1: the drive has power-loss protection, 0: it has none (configuration or cited model table); absent when unknown.",
-              ids, _bool(d.power_loss_protection))
+    def counter(self, name: str, doc: str, labels, value, extra=()) -> None:
+        if value is None:
+            return
+        fam = self.counters.get(name)
+        if fam is None:
+            fam = self.counters[name] = _c(name, doc, extra)
+        fam.add_metric(list(labels[:2]) + [printable(v) for v in labels[2:]], float(value))  # ids: printable already
 
-        # What the drive holds (issue 15, collectors/holders.py): one series per mount or pool,
-        # at most holders.MAX_HOLDINGS_PER_DRIVE; alert summaries name the mount from it.
-        for labels in dict.fromkeys((h.mountpoint, h.fstype, ">".join(((h.partition,) if h.partition else ()) + h.stack))
-                                    for h in d.holds):
-            gauge("ssd_drive_holds_info", "What the drive holds: a mount point (empty when not mounted), its filesystem "
-                  "type and the stack from the drive up (partition>md0>crypt:name>lvm:vg/lv>zfs:pool).",
-                  ids + list(labels), 1, ["mountpoint", "fstype", "stack"])
-
-        # Endurance and projection.
-        gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
-        best = d.best_projection
-        if best is not None:
-            gauge("ssd_endurance_remaining_bytes", "Host bytes the drive can still take, by the best projection.", ids, best.endurance_remaining_bytes)
-            gauge("ssd_write_rate_bytes_per_second", "Host write rate smoothed over days from the agent's history.", ids, best.write_rate_bytes_per_second)
-            gauge("ssd_projected_wearout_timestamp_seconds", "When life left is projected to reach 0, by the best available method.",
-                  ids + [best.method], best.wearout_timestamp, ["method"])
-        else:
-            for p in d.projections:
-                if p.write_rate_bytes_per_second is not None:
-                    gauge("ssd_write_rate_bytes_per_second", "Host write rate smoothed over days from the agent's history.", ids, p.write_rate_bytes_per_second)
-                    break
-
-        # iostat-style counters.
-        io = d.io
-        if io is not None:
-            counter("ssd_io_reads_completed", "Reads completed.", ids, io.reads_completed)
-            counter("ssd_io_writes_completed", "Writes completed.", ids, io.writes_completed)
-            counter("ssd_io_read_bytes", "Bytes read (diskstats).", ids, io.read_bytes)
-            counter("ssd_io_written_bytes", "Bytes written (diskstats).", ids, io.written_bytes)
-            counter("ssd_io_read_time_seconds", "Time spent on reads.", ids, io.read_time_seconds)
-            counter("ssd_io_write_time_seconds", "Time spent on writes.", ids, io.write_time_seconds)
-            counter("ssd_io_busy_seconds", "Time with I/O in flight (utilisation).", ids, io.io_time_seconds)
-            gauge("ssd_io_in_flight", "Requests in flight.", ids, io.in_flight)
-            # Merges, queue time, discards and flushes (issue 15). Flush counters exist from
-            # Linux 5.5 and discard counters from 4.18: on older kernels they are absent. Six
-            # series, not nine: discarded bytes and discard time are parsed but not exported,
-            # since no rule reads them and every series is multiplied by the fleet.
-            counter("ssd_io_reads_merged", "Adjacent reads merged into one request.", ids, io.reads_merged)
-            counter("ssd_io_writes_merged", "Adjacent writes merged into one request.", ids, io.writes_merged)
-            counter("ssd_io_weighted_time_seconds", "Request time weighted by requests in flight; its rate is the average queue depth.",
-                    ids, io.weighted_io_time_seconds)
-            counter("ssd_io_discards_completed", "Discard (TRIM) requests completed.", ids, io.discards_completed)
-            counter("ssd_io_flushes_completed", "Cache flush requests completed (what fsync sends the drive).", ids, io.flushes_completed)
-            counter("ssd_io_flush_time_seconds", "Time spent on cache flush requests.", ids, io.flush_time_seconds)
-
-        # When the health data were read; the write-cache and diskstats times are those of
-        # their collector's run (ssd_collector_last_run_timestamp_seconds), not repeated here.
-        for collector in health.HEALTH_SOURCES:
-            if collector in d.last_poll:
-                gauge("ssd_last_poll_timestamp_seconds", "When this drive's health data were read, by collector.",
-                      ids + [collector], d.last_poll[collector], ["collector"])
-
-    return [info] + list(gauges.values()) + list(counters.values())
+    def families(self) -> List:
+        return [self.info] + list(self.gauges.values()) + list(self.counters.values())
 
 
-# ssd_history_samples_dropped_total{reason}: every reason agent.history._drop_reason gives,
+def _identity(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """Who the drive is, whether a health tool ever read it, which figures were withheld."""
+    r = d.reading
+    src = r.sources
+    f.info.add_metric(
+        ids + [printable(v) for v in [
+            r.kind, r.model or "", r.model_family or "", r.firmware or "", r.vendor or "",
+            r.driver_version or "", r.device_type or "",
+            "" if r.is_ssd is None else str(r.is_ssd).lower(),
+            src.get("life_left_ratio", ""), src.get("host_written_bytes", ""),
+            src.get("nand_written_bytes", ""),
+        ]],
+        1.0,
+    )
+    # 1: no health source (smartctl, shannon-status, ...) has answered for this drive: its health
+    # is unknown, which the status page and `ssdfleet status` show as a warning.
+    f.gauge("ssd_health_data_missing", "No health tool has ever read this drive (1): its health is unknown.", ids,
+            0.0 if health.health_data_time(d.last_poll) is not None else 1.0)
+    f.gauge("ssd_capacity_bytes", "User capacity of the drive in bytes.", ids, r.capacity_bytes)
+    # Issue 26: absent unless another drive reports the same serial (then the serial label
+    # is SERIAL@WWN or SERIAL@DEVICE for both, and the problems list says which drives).
+    f.gauge("ssd_drive_serial_shared", "1: another drive on this host reports the same serial; the agent keeps "
+            "them apart by WWN or device (serial label SERIAL@WHERE).", ids, 1 if "serial_shared" in r.extra else None)
+    # Every withheld figure, not only the evidence fields: a capacity or a defect counter
+    # outside physics is withheld too, and the fault must show in a metric (issue 26).
+    for name in sorted(k[: -len("_withheld")] for k in r.extra if k.endswith("_withheld")):
+        f.gauge("ssd_value_withheld",
+                "1 for each figure the drive's sources could not establish (the reason is in /api/v1/drives).",
+                ids + [name], 1, ["field"])
+
+
+def _health(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """Life, spare, defects, errors, modes, writes, temperatures, voltages, power."""
+    r = d.reading
+    f.gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
+    f.gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)
+    f.gauge("ssd_spare_threshold_ratio", "The drive's own warning threshold for spare, 0 to 1.", ids, r.spare_threshold_ratio)
+    f.gauge("ssd_bad_block_ratio", "Bad blocks as a fraction of all blocks.", ids, r.bad_block_ratio)
+    for kind, count in sorted(r.defects.items()):
+        f.gauge("ssd_defects", "Defect counts as the drive reports them, by type.", ids + [kind], count, ["type"])
+    f.counter("ssd_media_errors", "Media and data integrity errors (NVMe) or uncorrected errors (SCSI).", ids, r.media_errors)
+    # One series with the byte as the drive reports it (0: no warning); the bits are
+    # decoded in /api/v1/drives, the status page and the runbook (health.NVME_WARNING_BITS).
+    f.gauge("ssd_nvme_critical_warning", "NVMe critical warning byte (SMART / Health log byte 0; 0 = none).",
+            ids, r.critical_warning)
+    f.gauge("ssd_smart_healthy", "SMART overall-health self-assessment passed (1) or failed (0).", ids, _bool(r.smart_healthy))
+    f.gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids, _bool(health.is_readonly(r)))
+    # only drives with a reduced-write mode (Shannon) report one
+    f.gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids, _bool(health.is_write_reduced(r)))
+    f.gauge("ssd_write_amplification", "NAND bytes written per host byte written, lifetime.", ids, r.write_amplification)
+    f.counter("ssd_host_written_bytes", "Bytes written by the host.", ids, r.host_written_bytes)
+    f.counter("ssd_host_read_bytes", "Bytes read by the host.", ids, r.host_read_bytes)
+    f.counter("ssd_nand_written_bytes", "Bytes written to flash, host writes plus garbage collection.", ids, r.nand_written_bytes)
+    for t in r.temperatures:
+        f.gauge("ssd_temperature_celsius", "Current temperature by sensor.", ids + [t.sensor], t.celsius, ["sensor"])
+        f.gauge("ssd_temperature_limit_celsius", "The drive's own warning or trip temperature.", ids + [t.sensor], t.limit_celsius, ["sensor"])
+    for v in r.voltages:
+        f.gauge("ssd_voltage_volts", "Supply voltage by rail.", ids + [v.rail], v.volts, ["rail"])
+    f.counter("ssd_power_on_seconds", "Power-on time.", ids, r.power_on_seconds)
+    f.counter("ssd_power_cycles", "Power cycles.", ids, r.power_cycles)
+    if r.power_state is not None:
+        f.gauge("ssd_standby", "The drive was asleep at the last poll and was not woken.", ids, _bool(r.power_state == "standby"))
+
+
+def _write_cache(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """What each source says of the write cache, the effective state and the expectation;
+    flush integrity and power-loss protection (issue 15, agent/durability.py)."""
+    for s in d.write_cache:
+        if s.state in (CACHE_ENABLED, CACHE_DISABLED, "not_supported"):
+            f.gauge("ssd_write_cache_state", "Write cache state as each source reports it.",
+                    ids + [s.source, s.state], 1, ["source", "state"])
+    effective = health.known_write_cache(d.write_cache)
+    if effective is not None:
+        f.gauge("ssd_write_cache_enabled", "Effective volatile write cache state (1 enabled).", ids,
+                1 if effective == CACHE_ENABLED else 0)
+        if d.write_cache_expected is not None:
+            f.gauge("ssd_write_cache_expected_enabled", "Expected write cache state from the configuration.", ids,
+                    1 if d.write_cache_expected == CACHE_ENABLED else 0)
+            wrong = health.write_cache_mismatch(effective, d.write_cache_expected)
+            f.gauge("ssd_write_cache_mismatch", "1 when the write cache state differs from the expected one.", ids,
+                    None if wrong is None else int(wrong))
+    ignored = durability.flush_ignored(d.write_cache)
+    f.gauge("ssd_write_cache_flush_ignored",
+            "1 when the kernel treats the drive as write through (sends no FLUSH) while the drive reports its volatile cache on.",
+            ids, None if ignored is None else int(ignored))
+    f.gauge("ssd_power_loss_protection",
+            "1: the drive has power-loss protection, 0: it has none (configuration or cited model table); absent when unknown.",
+            ids, _bool(d.power_loss_protection))
+
+
+def _holds(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """What the drive holds (issue 15, the holders source): one series per mount or pool, at
+    most collectors.holders.MAX_HOLDINGS_PER_DRIVE; alert summaries name the mount from it."""
+    for labels in dict.fromkeys((h.mountpoint, h.fstype, ">".join(((h.partition,) if h.partition else ()) + h.stack))
+                                for h in d.holds):
+        f.gauge("ssd_drive_holds_info", "What the drive holds: a mount point (empty when not mounted), its filesystem "
+                "type and the stack from the drive up (partition>md0>crypt:name>lvm:vg/lv>zfs:pool).",
+                ids + list(labels), 1, ["mountpoint", "fstype", "stack"])
+
+
+def _endurance(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """The rating, and the best projection's remaining bytes, write rate and date."""
+    f.gauge("ssd_endurance_rated_bytes", "Rated endurance in host bytes (model table or configuration).", ids, d.rated_endurance_bytes)
+    best = d.best_projection
+    if best is not None:
+        f.gauge("ssd_endurance_remaining_bytes", "Host bytes the drive can still take, by the best projection.", ids, best.endurance_remaining_bytes)
+        f.gauge("ssd_write_rate_bytes_per_second", "Host write rate smoothed over days from the agent's history.", ids, best.write_rate_bytes_per_second)
+        f.gauge("ssd_projected_wearout_timestamp_seconds", "When life left is projected to reach 0, by the best available method.",
+                ids + [best.method], best.wearout_timestamp, ["method"])
+        return
+    for p in d.projections:
+        if p.write_rate_bytes_per_second is not None:
+            f.gauge("ssd_write_rate_bytes_per_second", "Host write rate smoothed over days from the agent's history.", ids, p.write_rate_bytes_per_second)
+            break
+
+
+def _io(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """iostat-style counters (diskstats)."""
+    io = d.io
+    if io is None:
+        return
+    f.counter("ssd_io_reads_completed", "Reads completed.", ids, io.reads_completed)
+    f.counter("ssd_io_writes_completed", "Writes completed.", ids, io.writes_completed)
+    f.counter("ssd_io_read_bytes", "Bytes read (diskstats).", ids, io.read_bytes)
+    f.counter("ssd_io_written_bytes", "Bytes written (diskstats).", ids, io.written_bytes)
+    f.counter("ssd_io_read_time_seconds", "Time spent on reads.", ids, io.read_time_seconds)
+    f.counter("ssd_io_write_time_seconds", "Time spent on writes.", ids, io.write_time_seconds)
+    f.counter("ssd_io_busy_seconds", "Time with I/O in flight (utilisation).", ids, io.io_time_seconds)
+    f.gauge("ssd_io_in_flight", "Requests in flight.", ids, io.in_flight)
+    # Merges, queue time, discards and flushes (issue 15). Flush counters exist from
+    # Linux 5.5 and discard counters from 4.18: on older kernels they are absent. Six
+    # series, not nine: discarded bytes and discard time are parsed but not exported,
+    # since no rule reads them and every series is multiplied by the fleet.
+    f.counter("ssd_io_reads_merged", "Adjacent reads merged into one request.", ids, io.reads_merged)
+    f.counter("ssd_io_writes_merged", "Adjacent writes merged into one request.", ids, io.writes_merged)
+    f.counter("ssd_io_weighted_time_seconds", "Request time weighted by requests in flight; its rate is the average queue depth.",
+              ids, io.weighted_io_time_seconds)
+    f.counter("ssd_io_discards_completed", "Discard (TRIM) requests completed.", ids, io.discards_completed)
+    f.counter("ssd_io_flushes_completed", "Cache flush requests completed (what fsync sends the drive).", ids, io.flushes_completed)
+    f.counter("ssd_io_flush_time_seconds", "Time spent on cache flush requests.", ids, io.flush_time_seconds)
+
+
+def _poll_times(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """When the health data were read; the write-cache and diskstats times are those of
+    their collector's run (ssd_collector_last_run_timestamp_seconds), not repeated here."""
+    for collector in health.HEALTH_SOURCES:
+        if collector in d.last_poll:
+            f.gauge("ssd_last_poll_timestamp_seconds", "When this drive's health data were read, by collector.",
+                    ids + [collector], d.last_poll[collector], ["collector"])
+
+
+# The per-drive families, one function per part of the drive record, in the order they are
+# exported. A new family goes into the function of its part (or a new function listed here).
+DRIVE_SECTIONS: Tuple[Callable[[_DriveFamilies, Drive, List[str]], None], ...] = (
+    _identity, _health, _write_cache, _holds, _endurance, _io, _poll_times,
+)
+
+
+def drive_families(drives: Iterable[Drive]) -> List:
+    families = _DriveFamilies()
+    for d in drives:
+        ids = [printable(d.device), printable(d.serial)]
+        for section in DRIVE_SECTIONS:
+            section(families, d, ids)
+    return families.families()
+
+
+# ssd_history_samples_dropped_total{reason}: every reason agent.history_schema.drop_reason gives,
 # exported at 0 from the start so a rate() sees the first drop.
 HISTORY_DROP_REASONS = ("constraint", "invalid_value", "out_of_range", "unsupported_type")
 # ssd_history_clock_anomalies_total{kind} (agent.history_clock) and

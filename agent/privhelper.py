@@ -36,7 +36,7 @@ import stat
 import struct
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from agent.config import Config
 from collectors import registry
@@ -336,8 +336,9 @@ def _prepare_socket_path(socket_path: str) -> None:
     raise OSError(f"another helper is already listening on {socket_path}")
 
 
-def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
-    """Listen on ``socket_path`` until SIGTERM/SIGINT; return the process exit code."""
+def _listening_socket(socket_path: str, group: Optional[str]) -> Union[socket.socket, int]:
+    """The helper's socket, bound at ``socket_path`` with mode SOCKET_MODE (and ``group``),
+    listening; or the exit code when it cannot be (the reason logged)."""
     gid = None
     if group:
         try:
@@ -370,50 +371,80 @@ def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
         server.close()
         os.unlink(socket_path)
         return 1
-    inode = os.stat(socket_path).st_ino
     server.listen(16)
     server.settimeout(0.5)
+    return server
 
-    stop = threading.Event()
 
-    def _on_signal(signum: int, _frame: Any) -> None:
-        log.info("signal %d: shutting down", signum)
-        stop.set()
+class _Connections:
+    """The helper's connections: each served in a thread of its own, at most ``cap`` at a
+    time (connections beyond it are answered with an error at once, so a flood of clients
+    cannot make the helper start unbounded threads). At the cap a new connection closes the
+    oldest of those still sending their request, so slow clients cannot hold every slot
+    against the agent."""
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_signal)
-        signal.signal(signal.SIGINT, _on_signal)
+    def __init__(self, helper: ProbeHelper, cap: int) -> None:
+        self.helper = helper
+        self.slots = threading.BoundedSemaphore(cap)
+        self.workers: List[threading.Thread] = []
+        self._reading: Dict[socket.socket, float] = {}  # still sending, since when
+        self._lock = threading.Lock()
+        self._last_eviction_log = 0.0
 
-    helper = ProbeHelper(config)
-    # Connections beyond this are answered with an error at once, so a flood of clients
-    # cannot make the helper start unbounded threads.
-    connections = threading.BoundedSemaphore(config.max_concurrent_probes * 2 + 4)
-    workers: List[threading.Thread] = []
-    log.info("probe helper listening on %s (mode %o%s); dev root %s", socket_path, SOCKET_MODE,
-             f", group {group}" if group else "", config.paths.dev)
+    def accept(self, conn: socket.socket) -> None:
+        """Serve ``conn`` in a thread of its own, or refuse it when no slot frees up."""
+        if not self._admit():
+            log.warning("too many connections; refusing one from %s", _peer(conn))
+            try:
+                conn.settimeout(1.0)
+                conn.sendall(_response(error="probe helper refused: too many connections"))
+            except OSError:
+                pass
+            conn.close()
+            return
+        worker = threading.Thread(target=self._serve_one, args=(conn,), name="probe-request", daemon=True)
+        worker.start()
+        self.workers.append(worker)
 
-    # Connections still sending their request, oldest first: at the cap a new connection
-    # closes the oldest of these, so slow clients cannot hold every slot against the agent.
-    reading: Dict[socket.socket, float] = {}
-    reading_lock = threading.Lock()
-    last_eviction_log = [0.0]
+    def prune(self) -> None:
+        self.workers = [w for w in self.workers if w.is_alive()]
 
-    def _serve_one(conn: socket.socket) -> None:
+    def _admit(self) -> bool:
+        if self.slots.acquire(blocking=False):
+            return True
+        with self._lock:
+            victim = min(self._reading, key=self._reading.get) if self._reading else None
+        if victim is not None:
+            now = time.monotonic()
+            if now - self._last_eviction_log >= 60.0:
+                self._last_eviction_log = now
+                log.warning("too many connections; closing the oldest one still sending its "
+                            "request (logged at most once a minute)")
+            try:
+                victim.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return self.slots.acquire(timeout=1.0)
+
+    def _request(self, conn: socket.socket) -> bytes:
+        with self._lock:
+            self._reading[conn] = time.monotonic()
+        try:
+            return _read_request(conn)
+        finally:
+            with self._lock:
+                self._reading.pop(conn, None)
+
+    def _serve_one(self, conn: socket.socket) -> None:
         peer = _peer(conn)
         try:
             try:
-                with reading_lock:
-                    reading[conn] = time.monotonic()
-                try:
-                    raw = _read_request(conn)
-                finally:
-                    with reading_lock:
-                        reading.pop(conn, None)
+                raw = self._request(conn)
                 if not raw:
                     # Connect-and-close is how a supervisor or a test checks the helper is up.
                     log.debug("empty request from %s (a liveness check)", peer)
                     return
-                reply = helper.handle(raw, peer)
+                reply = self.helper.handle(raw, peer)
             except Refused as exc:
                 log.warning("refused request from %s: %s", peer, exc)
                 reply = _response(error=f"probe helper refused: {exc}")
@@ -428,46 +459,40 @@ def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
             log.exception("internal error serving %s", peer)
         finally:
             conn.close()
-            connections.release()
+            self.slots.release()
 
+
+def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
+    """Listen on ``socket_path`` until SIGTERM/SIGINT; return the process exit code."""
+    server = _listening_socket(socket_path, group)
+    if isinstance(server, int):
+        return server
+    inode = os.stat(socket_path).st_ino
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
+
+    connections = _Connections(ProbeHelper(config), config.max_concurrent_probes * 2 + 4)
+    log.info("probe helper listening on %s (mode %o%s); dev root %s", socket_path, SOCKET_MODE,
+             f", group {group}" if group else "", config.paths.dev)
     try:
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
             except socket.timeout:
-                workers = [w for w in workers if w.is_alive()]
+                connections.prune()
                 continue
             except OSError as exc:
                 log.error("accept failed: %s", exc)
                 time.sleep(0.1)
                 continue
-            admitted = connections.acquire(blocking=False)
-            if not admitted:
-                with reading_lock:
-                    victim = min(reading, key=reading.get) if reading else None
-                if victim is not None:
-                    now = time.monotonic()
-                    if now - last_eviction_log[0] >= 60.0:
-                        last_eviction_log[0] = now
-                        log.warning("too many connections; closing the oldest one still sending its "
-                                    "request (logged at most once a minute)")
-                    try:
-                        victim.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                admitted = connections.acquire(timeout=1.0)
-            if not admitted:
-                log.warning("too many connections; refusing one from %s", _peer(conn))
-                try:
-                    conn.settimeout(1.0)
-                    conn.sendall(_response(error="probe helper refused: too many connections"))
-                except OSError:
-                    pass
-                conn.close()
-                continue
-            worker = threading.Thread(target=_serve_one, args=(conn,), name="probe-request", daemon=True)
-            worker.start()
-            workers.append(worker)
+            connections.accept(conn)
     finally:
         server.close()
         try:
@@ -476,7 +501,7 @@ def serve(config: Config, socket_path: str, group: Optional[str] = None) -> int:
         except OSError:
             pass
         deadline = time.monotonic() + config.tool_kill_grace_seconds + 1.0
-        for worker in workers:
+        for worker in connections.workers:
             worker.join(max(0.0, deadline - time.monotonic()))
         log.info("probe helper stopped")
     return 0

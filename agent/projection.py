@@ -33,7 +33,7 @@ are unix seconds.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from agent.endurance import RatedEndurance
 from collectors.model import DriveReading, Projection
@@ -153,6 +153,39 @@ def _write_amplification(reading: DriveReading) -> Optional[float]:
     return None
 
 
+def _rated_terms(
+    reading: DriveReading,
+    rated: RatedEndurance,
+    inputs: Dict[str, float],
+    note_parts: List[str],
+    host_write_rate: Optional[float],
+    nand_write_rate: Optional[float],
+) -> Union[str, Tuple[float, Optional[int], Optional[float], str]]:
+    """(endurance total, bytes written, write rate, "host" or "NAND") the rating is counted
+    in, or why there are none; the figures used go into ``inputs``, assumptions into
+    ``note_parts``."""
+    if rated.tbw_bytes is not None:
+        inputs["tbw_bytes"] = float(rated.tbw_bytes)
+        return rated.tbw_bytes, reading.host_written_bytes, host_write_rate, "host"
+    if rated.pe_cycles is None:
+        return "rating has neither TBW nor P/E cycles"
+    inputs["pe_cycles"] = float(rated.pe_cycles)
+    capacity = reading.capacity_bytes
+    if not capacity:
+        return "rated in P/E cycles but the capacity is unknown"
+    inputs["capacity_bytes"] = float(capacity)
+    nand_total = float(capacity) * rated.pe_cycles
+    inputs["nand_endurance_bytes"] = nand_total
+    if reading.nand_written_bytes is not None and nand_write_rate is not None:
+        return nand_total, reading.nand_written_bytes, nand_write_rate, "NAND"
+    wa = _write_amplification(reading)
+    if wa is None:
+        wa = 1.0
+        note_parts.append("write amplification unknown, assumed 1.0")
+    inputs["write_amplification"] = wa
+    return nand_total / wa, reading.host_written_bytes, host_write_rate, "host"
+
+
 def project_rated(
     reading: DriveReading,
     rated: Optional[RatedEndurance],
@@ -180,44 +213,10 @@ def project_rated(
         return _none(RATED, "life left is 0: the drive is worn out now", inputs)
 
     note_parts = [rated.source]
-    if rated.tbw_bytes is not None:
-        inputs["tbw_bytes"] = float(rated.tbw_bytes)
-        total, written, rate, domain = (
-            rated.tbw_bytes,
-            reading.host_written_bytes,
-            host_write_rate,
-            "host",
-        )
-    elif rated.pe_cycles is not None:
-        inputs["pe_cycles"] = float(rated.pe_cycles)
-        capacity = reading.capacity_bytes
-        if not capacity:
-            return _none(RATED, "rated in P/E cycles but the capacity is unknown", inputs)
-        inputs["capacity_bytes"] = float(capacity)
-        nand_total = float(capacity) * rated.pe_cycles
-        inputs["nand_endurance_bytes"] = nand_total
-        if reading.nand_written_bytes is not None and nand_write_rate is not None:
-            total, written, rate, domain = (
-                nand_total,
-                reading.nand_written_bytes,
-                nand_write_rate,
-                "NAND",
-            )
-        else:
-            wa = _write_amplification(reading)
-            if wa is None:
-                wa = 1.0
-                note_parts.append("write amplification unknown, assumed 1.0")
-            inputs["write_amplification"] = wa
-            total, written, rate, domain = (
-                nand_total / wa,
-                reading.host_written_bytes,
-                host_write_rate,
-                "host",
-            )
-    else:
-        return _none(RATED, "rating has neither TBW nor P/E cycles", inputs)
-
+    terms = _rated_terms(reading, rated, inputs, note_parts, host_write_rate, nand_write_rate)
+    if isinstance(terms, str):
+        return _none(RATED, terms, inputs)
+    total, written, rate, domain = terms
     inputs["nand_domain"] = 1.0 if domain == "NAND" else 0.0
     inputs["endurance_total_bytes"] = float(total)
     if written is None:

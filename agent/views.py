@@ -19,7 +19,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent import durability, health, host_views
 from agent.health import CRITICAL, OK, WARNING
+from collectors import registry
 from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
+
+# The sources whose per-drive values are the I/O counters (diskstats): when they were read.
+_IO_SOURCES = tuple(spec.name for spec in registry.SOURCES if spec.annotates == "io")
 
 # How much local history the views carry: three months give the life-left chart a slope to
 # project from without making the JSON heavy (samples are 10 minutes apart, so three months
@@ -391,7 +395,7 @@ class ViewState:
         for d in snap.drives:
             if d.io is None:
                 continue
-            when = d.last_poll.get("diskstats", now)
+            when = next((d.last_poll[name] for name in _IO_SOURCES if name in d.last_poll), now)
             kept = [(t, x) for t, x in self._io.get(d.serial, []) if when - t <= LATENCY_KEEP_SECONDS and t < when]
             if not kept or kept[-1][1] != d.io:
                 kept.append((when, d.io))

@@ -316,6 +316,63 @@ def _readable_file(path: str, base_dir: str, what: str) -> str:
     return full
 
 
+def _client_auth(client_auth: Optional[str], client_ca: Optional[str], where: str) -> str:
+    """The client certificate policy, checked against what Python's ssl can do and against
+    the CA it needs."""
+    client_auth = client_auth or "NoClientCert"
+    if client_auth in _CLIENT_AUTH_UNSUPPORTED:
+        raise WebConfigError(
+            f"{where}.client_auth_type {client_auth!r} is not supported: Python's ssl cannot ask "
+            "for a client certificate without verifying it; use VerifyClientCertIfGiven or "
+            "RequireAndVerifyClientCert with client_ca_file"
+        )
+    if client_auth not in _CLIENT_AUTH:
+        raise WebConfigError(
+            f"{where}.client_auth_type: invalid value {client_auth!r} "
+            f"(one of {', '.join(list(_CLIENT_AUTH) + list(_CLIENT_AUTH_UNSUPPORTED))})"
+        )
+    if client_ca and client_auth == "NoClientCert":
+        raise WebConfigError(f"{where}: client_ca_file is set but client_auth_type is NoClientCert")
+    if client_auth != "NoClientCert" and not client_ca:
+        # Go would fall back to the system roots; trusting every public CA to vouch for a
+        # scraper is almost never meant, so the CA must be named.
+        raise WebConfigError(f"{where}: client_auth_type {client_auth} needs client_ca_file")
+    return client_auth
+
+
+def _tls_versions(section: Dict[str, Any], where: str) -> Tuple[str, Optional[str]]:
+    """(min_version, max_version), known names in order; TLS 1.2 at least by default."""
+    min_version = _string(section, "min_version", where) or "TLS12"
+    max_version = _string(section, "max_version", where)
+    for name, version in (("min_version", min_version), ("max_version", max_version)):
+        if version is not None and version not in _TLS_VERSIONS:
+            raise WebConfigError(f"{where}.{name}: unknown TLS version {version!r} (one of {', '.join(_TLS_VERSIONS)})")
+    if max_version and _TLS_VERSIONS[max_version] < _TLS_VERSIONS[min_version]:
+        raise WebConfigError(f"{where}: max_version {max_version} is below min_version {min_version}")
+    return min_version, max_version
+
+
+def _ciphers_and_curves(section: Dict[str, Any], where: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """The cipher suites (Go names, secure ones only) and the one key-exchange curve."""
+    ciphers = _strings(section, "cipher_suites", where)
+    for cipher in ciphers:
+        if cipher not in _CIPHERS_TLS12 and cipher not in _CIPHERS_TLS13:
+            raise WebConfigError(
+                f"{where}.cipher_suites: unknown or unsupported cipher {cipher!r} "
+                "(use Go names from tls.CipherSuites(); insecure suites are refused)"
+            )
+    curves = _strings(section, "curve_preferences", where)
+    for curve in curves:
+        if curve not in _CURVES:
+            raise WebConfigError(f"{where}.curve_preferences: unknown curve {curve!r} (one of {', '.join(_CURVES)})")
+    if len(curves) > 1:
+        raise WebConfigError(
+            f"{where}.curve_preferences: Python's ssl can restrict key exchange to "
+            f"one curve only, got {len(curves)}; list one or leave it unset"
+        )
+    return ciphers, curves
+
+
 def _parse_tls(raw: Any, base_dir: str) -> Optional[TLSServerConfig]:
     where = "tls_server_config"
     if raw is None:
@@ -355,49 +412,9 @@ def _parse_tls(raw: Any, base_dir: str) -> Optional[TLSServerConfig]:
     if not key:
         raise WebConfigError(f"{where}: missing key_file (cert_file {cert!r} needs its key)")
 
-    client_auth = client_auth or "NoClientCert"
-    if client_auth in _CLIENT_AUTH_UNSUPPORTED:
-        raise WebConfigError(
-            f"{where}.client_auth_type {client_auth!r} is not supported: Python's ssl cannot ask "
-            "for a client certificate without verifying it; use VerifyClientCertIfGiven or "
-            "RequireAndVerifyClientCert with client_ca_file"
-        )
-    if client_auth not in _CLIENT_AUTH:
-        raise WebConfigError(
-            f"{where}.client_auth_type: invalid value {client_auth!r} "
-            f"(one of {', '.join(list(_CLIENT_AUTH) + list(_CLIENT_AUTH_UNSUPPORTED))})"
-        )
-    if client_ca and client_auth == "NoClientCert":
-        raise WebConfigError(f"{where}: client_ca_file is set but client_auth_type is NoClientCert")
-    if client_auth != "NoClientCert" and not client_ca:
-        # Go would fall back to the system roots; trusting every public CA to vouch for a
-        # scraper is almost never meant, so the CA must be named.
-        raise WebConfigError(f"{where}: client_auth_type {client_auth} needs client_ca_file")
-
-    min_version = _string(section, "min_version", where) or "TLS12"
-    max_version = _string(section, "max_version", where)
-    for name, version in (("min_version", min_version), ("max_version", max_version)):
-        if version is not None and version not in _TLS_VERSIONS:
-            raise WebConfigError(f"{where}.{name}: unknown TLS version {version!r} (one of {', '.join(_TLS_VERSIONS)})")
-    if max_version and _TLS_VERSIONS[max_version] < _TLS_VERSIONS[min_version]:
-        raise WebConfigError(f"{where}: max_version {max_version} is below min_version {min_version}")
-
-    ciphers = _strings(section, "cipher_suites", where)
-    for cipher in ciphers:
-        if cipher not in _CIPHERS_TLS12 and cipher not in _CIPHERS_TLS13:
-            raise WebConfigError(
-                f"{where}.cipher_suites: unknown or unsupported cipher {cipher!r} "
-                "(use Go names from tls.CipherSuites(); insecure suites are refused)"
-            )
-    curves = _strings(section, "curve_preferences", where)
-    for curve in curves:
-        if curve not in _CURVES:
-            raise WebConfigError(f"{where}.curve_preferences: unknown curve {curve!r} (one of {', '.join(_CURVES)})")
-    if len(curves) > 1:
-        raise WebConfigError(
-            f"{where}.curve_preferences: Python's ssl can restrict key exchange to "
-            f"one curve only, got {len(curves)}; list one or leave it unset"
-        )
+    client_auth = _client_auth(client_auth, client_ca, where)
+    min_version, max_version = _tls_versions(section, where)
+    ciphers, curves = _ciphers_and_curves(section, where)
 
     sans = _strings(section, "client_allowed_sans", where)
     if sans and client_auth != "RequireAndVerifyClientCert":

@@ -29,10 +29,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from collectors.smartctl import attributes as attrs  # noqa: E402
-from collectors.smartctl import ata  # noqa: E402
 from collectors.model import DriveReading, ParseError  # noqa: E402
-from collectors.smartctl import NoSmartData, normalise_smartctl  # noqa: E402
+from collectors.smartctl import (  # noqa: E402
+    NoSmartData,
+    ata,  # noqa: E402
+    normalise_smartctl,
+)
+from collectors.smartctl import attributes as attrs  # noqa: E402
 from collectors.smartctl.text_report import parse_smartctl_text  # noqa: E402
 
 FOLDERS = ("smartctl-json", "smartctl-text", "smartctl-text-bsdhw")

@@ -722,14 +722,14 @@ def storage_cost(args, out) -> None:
         families: Dict[str, List[str]] = {}
         vm_import = workdir / "history.prom"
         with open(vm_import, "w") as vmfh:
-            for i, t in enumerate(times):
+            for t in times:
                 body = render_live(small, t)
                 for name, lines in _timestamped(body, t, ms=False).items():
                     families.setdefault(name, []).extend(lines)
                 for lines in _timestamped(body, t, ms=True).values():
                     vmfh.write("\n".join(lines) + "\n")
         with open(om, "w") as fh:
-            for name, lines in families.items():
+            for lines in families.values():
                 fh.write("\n".join(lines) + "\n")
                 prom_lines += len(lines)
             fh.write("# EOF\n")

@@ -29,8 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.config import Config  # noqa: E402
-from collectors.syncwrite import probe_from_config  # noqa: E402
-from collectors.syncwrite import quantile  # noqa: E402
+from collectors.syncwrite import probe_from_config, quantile  # noqa: E402
 
 DAY = 86400.0
 

@@ -607,7 +607,8 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
 
 # Fields that are not figures although their type could hold one, each with the reason.
 NOT_FIGURES: Dict[str, str] = {
-    "Snapshot.host": "each host source's own result (collectors/syncwrite: SyncWriteResult), bounded in its module",
+    "Snapshot.host": "host sources' results by source name (the sync-write probe's SyncWriteResult, "
+                     "bounded in collectors/syncwrite/probe.py)",
 }
 
 

@@ -53,7 +53,34 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+# Fixtures more than one test module uses, defined in tests/support/ and registered here so a
+# module takes them as arguments without importing them.
+from tests.support.tls import pki  # noqa: E402, F401 (the test CA and certificates, session-wide)
+
+# Tests that install, upgrade and remove packages as root (in scratch roots of their own, but
+# with the machine's dpkg, apt or rpm and its /dev) run only when asked: SSDFLEET_HOST_TESTS=1
+# (CI's package job sets it) or ``-m host_changing``. Everywhere else they are skipped and say
+# how to run them.
+HOST_TESTS_ENV = "SSDFLEET_HOST_TESTS"
+
+
+def host_tests_wanted(config) -> bool:
+    return os.environ.get(HOST_TESTS_ENV) == "1" or "host_changing" in (config.getoption("markexpr", "") or "")
+
+
+def pytest_collection_modifyitems(config, items):
+    if host_tests_wanted(config):
+        return
+    skip = pytest.mark.skip(reason=f"changes packages on this machine as root: set {HOST_TESTS_ENV}=1 "
+                                   "(or -m host_changing) to run it")
+    for item in items:
+        if item.get_closest_marker("host_changing") is not None:
+            item.add_marker(skip)
+
+
 def pytest_configure(config):
+    config.addinivalue_line("markers", "host_changing: installs or removes packages as root; runs only with "
+                            f"{HOST_TESTS_ENV}=1 or -m host_changing (tests/conftest.py)")
     os.environ.setdefault("LC_ALL", "C")
     # pytest loads GNU readline, which puts COLUMNS and LINES (80x24) into the process
     # environment behind os.environ's back; child processes (ssdfleet status) would inherit

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 import shutil
 import subprocess
@@ -61,33 +60,26 @@ from tests.livefleet import (
     worn_card_status,
 )
 from tests.promstack import Prometheus, free_port, prometheus_binary, skip_or_fail
-from tests.test_alerting_e2e import shortened_rules
-from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL
+from tests.support.alerting import shortened_rules
+from tests.support.dashboards import (
+    DASHBOARD_FILES,
+    _has_data,
+    _run,
+    _substitute,
+    _variable_combinations,
+    all_panels,
+    load,
+    query_panels,
+)
+from tests.support.e2e import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL
 
-JSON_DIR = ROOT / "dashboards" / "json"
-DASHBOARD_FILES = ["ssdfleet-fleet.json", "ssdfleet-host.json", "ssdfleet-drive.json"]
 METRICS_DOC = ROOT / "docs" / "metrics.md"
 RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
 ALERT_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-alerts.yml"
-RATE_INTERVAL = "1m"  # what $__rate_interval becomes; the agents are scraped every second
 # Seconds to wait for every query to have data, on top of two passes over every query at the
 # slowest pass's cost: one pass took 67.7 s at load average 12 on a 2-core machine, so a wait
 # counted from the start left room for no second pass.
 DATA_TIMEOUT = 90.0
-
-
-def load(name: str) -> dict:
-    return json.loads((JSON_DIR / name).read_text(encoding="utf-8"))
-
-
-def all_panels(dashboard: dict) -> Iterator[dict]:
-    for panel in dashboard.get("panels", []):
-        yield panel
-        yield from panel.get("panels", [])
-
-
-def query_panels(dashboard: dict) -> Iterator[dict]:
-    return (p for p in all_panels(dashboard) if p.get("type") != "row")
 
 
 # (a) generated JSON is current
@@ -468,58 +460,6 @@ def test_queries_use_only_documented_metrics():
 
 # (c) every query returns data from a real Prometheus
 
-LABEL_VALUES = re.compile(r"^label_values\((?:(?P<selector>.*),\s*)?(?P<label>\w+)\)$")
-
-
-def _substitute(text: str, values: Dict[str, str]) -> str:
-    text = text.replace("$__rate_interval", RATE_INTERVAL)
-    for name in sorted(values, key=len, reverse=True):
-        text = text.replace("${" + name + "}", values[name]).replace("$" + name, values[name])
-    return text
-
-
-def _variable_combinations(prom, dashboard: dict) -> List[Dict[str, str]]:
-    """Every combination of variable values, each query variable resolved with the values
-    chosen before it, as Grafana does. Multi-value "All" becomes the regex alternation of all
-    values (Grafana's formatting for Prometheus when allValue is not set)."""
-    combos: List[Dict[str, str]] = [{}]
-    for variable in dashboard["templating"]["list"]:
-        if variable["type"] != "query":
-            continue
-        match = LABEL_VALUES.match(variable["query"])
-        assert match, variable["query"]
-        expanded = []
-        for combo in combos:
-            selector = match.group("selector")
-            values = prom.label_values(match.group("label"), _substitute(selector, combo) if selector else None)
-            assert values, f"variable {variable['name']} has no values for {combo}"
-            if variable.get("includeAll") and variable.get("multi"):
-                choices = ["(" + "|".join(re.escape(v) for v in values) + ")"]
-            else:
-                choices = values
-            expanded.extend(dict(combo, **{variable["name"]: choice}) for choice in choices)
-        combos = expanded
-    return combos
-
-
-def _has_data(answer: dict) -> bool:
-    if answer.get("status") != "success":
-        return False
-    result = answer["data"]["result"]
-    samples = []
-    for series in result:
-        samples.extend([series["value"]] if "value" in series else series.get("values", []))
-    return any(not math.isnan(float(v)) for _, v in samples)
-
-
-def _run(prom, target: dict, expr: str, now: float) -> Tuple[dict, float]:
-    started = time.perf_counter()
-    if target.get("instant") or target.get("format") == "table":
-        answer = prom.query(expr, time=now)
-    else:
-        answer = prom.query_range(expr, start=now - 60, end=now, step=1)
-    return answer, time.perf_counter() - started
-
 
 def _fast_rules(tmp_path: Path) -> List[Path]:
     """The recording rules with every group evaluated each second (their own intervals are
@@ -528,8 +468,6 @@ def _fast_rules(tmp_path: Path) -> List[Path]:
     if not RECORDING_RULES.exists():
         return []
     return [shortened_rules(RECORDING_RULES, tmp_path / RECORDING_RULES.name, {})]
-
-
 
 
 # The live fleet: four agents on fake hosts and a target nobody answers on.

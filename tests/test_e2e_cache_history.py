@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import fixture_path
 from tests.fakehost import DISKSTATS, AgentProcess, build_default_host
-from tests.test_e2e_agent import (
+from tests.support.e2e import (
     FAST,
     NVME0_SERIAL,
     SDA_SERIAL,

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import fixture_path
 from tests.fakehost import AgentProcess, FakeHost, history_rows
-from tests.test_e2e_agent import FAST, scrape, value, wait_for
+from tests.support.e2e import FAST, scrape, value, wait_for
 
 BSDHW = "smartctl-text-bsdhw/"
 KINGFAST = BSDHW + "bsdhw__SSD_KingFast_SSD_16GB_C8F2EFADA009.txt"

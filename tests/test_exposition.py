@@ -15,8 +15,8 @@ from agent.text import printable
 from collectors.model import Snapshot
 from tests.conftest import fixture_path
 from tests.fakehost import build_default_host
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL
-from tests.test_poller import Clock, make_poller
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL
+from tests.support.poller import Clock, make_poller
 
 
 def samples(text: bytes) -> dict:

@@ -29,65 +29,10 @@ import pytest
 
 from tests.conftest import ROOT, read_fixture
 from tests.fakehost import AgentProcess, FakeHost, build_default_host, history_rows
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.processes import SCRAPE_BOUND, Scraper, descendants, left_behind
 
-SCRAPE_BOUND = 1.0  # the issue's requirement for /metrics, throughout every fault
 HEALTHY = (SDA_SERIAL, NVME0_SERIAL, SHANNON_SERIAL)
-
-
-class Scraper:
-    """Scrapes /metrics every ``step`` seconds in a thread; records the slowest answer and any
-    that failed or took longer than :data:`SCRAPE_BOUND`."""
-
-    def __init__(self, agent: AgentProcess, step: float = 0.2) -> None:
-        self.agent = agent
-        self.step = step
-        self.times: List[float] = []
-        self.failures: List[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Scraper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.agent.get("/metrics", timeout=SCRAPE_BOUND * 3)
-                self.times.append(time.monotonic() - started)
-            except OSError as exc:
-                self.failures.append(f"{type(exc).__name__}: {exc}")
-            self._stop.wait(self.step)
-
-    def check(self) -> None:
-        assert self.times, "no scrape answered"
-        slow = [t for t in self.times if t > SCRAPE_BOUND]
-        print(f"  /metrics: {len(self.times)} scrapes, slowest {max(self.times) * 1000:.0f} ms")
-        assert not self.failures, self.failures[:3]
-        assert not slow, f"{len(slow)} scrapes over {SCRAPE_BOUND}s, slowest {max(slow):.2f}s"
-
-
-def descendants(pid: int) -> List[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
-
-
-def left_behind(host: FakeHost) -> List[str]:
-    """Processes still running from the fake host's tools (found by their path)."""
-    out = []
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info.get("cmdline") or [])
-        if str(host.root) in cmd and "agent" not in cmd.split()[1:3]:
-            out.append(f"{p.pid}: {cmd}")
-    return out
 
 
 def start(host: FakeHost, *extra: str, history: bool = True, config: Optional[Dict] = None) -> AgentProcess:
@@ -285,7 +230,7 @@ def test_forty_page_and_api_clients_do_not_slow_the_scrape(host):
 def test_fifty_wrong_password_clients_do_not_delay_a_scrape(host):
     import bcrypt
 
-    from tests.test_webconfig import basic
+    from tests.support.tls import basic
 
     hashed = bcrypt.hashpw(b"scrape-secret", bcrypt.gensalt(10)).decode()
     web = host.root / "web.yml"
@@ -342,7 +287,7 @@ def test_fifty_wrong_password_clients_do_not_delay_a_scrape(host):
 
 
 def test_drives_smartctl_cannot_read_are_a_warning_in_status_page_and_metrics(host):
-    from tests.test_faults import no_data_output, scan_json
+    from tests.support.faults import no_data_output, scan_json
 
     unreadable = [f"sd{c}" for c in "bcdefghi"]
     host.set_response("smartctl", "scan", scan_json(unreadable))
@@ -491,7 +436,7 @@ def test_simulate_with_a_state_dir_keeps_the_seeded_history(tmp_path):
 
 
 def _add_drive(host: FakeHost, dev: str, output, exit_code: int = 0, sleep: Optional[float] = None) -> None:
-    from tests.test_faults import scan_json
+    from tests.support.faults import scan_json
 
     extra = sorted({*getattr(host, "_matrix_devs", set()), dev})
     host._matrix_devs = set(extra)  # type: ignore[attr-defined]
@@ -500,7 +445,7 @@ def _add_drive(host: FakeHost, dev: str, output, exit_code: int = 0, sleep: Opti
 
 
 def _ata(dev: str, serial: str, **changes) -> str:
-    from tests.test_faults import ata_output
+    from tests.support.faults import ata_output
 
     doc = json.loads(ata_output(dev, serial))
     for path, v in changes.items():

@@ -21,7 +21,6 @@ when the tool died and be killed as a leftover process, ending the hold early.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import subprocess
@@ -34,7 +33,8 @@ import pytest
 
 from tests.conftest import read_fixture
 from tests.fakehost import DISKSTATS, AgentProcess, FakeHost, build_default_host
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.faults import ata_output, no_data_output, scan_json
 
 SMART_INTERVAL = 0.3
 TIMEOUT = 1.0
@@ -181,36 +181,6 @@ def set_fault(host: FakeHost, tool: str, key: str, fault: Optional[str]) -> None
         path.unlink(missing_ok=True)
     else:
         path.write_text(fault)
-
-
-def scan_json(devices: List[str]) -> str:
-    """``smartctl --scan-open --json`` listing: the default host's three plus ``devices``."""
-    entries = [
-        {"name": "/dev/sda", "type": "sat", "protocol": "ATA"},
-        {"name": "/dev/nvme0", "type": "nvme", "protocol": "NVMe"},
-        {"name": "/dev/nvme1", "type": "nvme", "protocol": "NVMe"},
-    ]
-    entries += [{"name": f"/dev/{d}", "type": "sat", "protocol": "ATA"} for d in devices]
-    return json.dumps({"json_format_version": [1, 0],
-                       "smartctl": {"version": [7, 4], "exit_status": 0}, "devices": entries})
-
-
-def ata_output(device: str, serial: str, exit_status: int = 0) -> str:
-    """The real Samsung 860 EVO capture as another drive: its own name and serial (so drives
-    do not merge by identity) and the exit status smartctl would put in its JSON."""
-    doc = json.loads(read_fixture("fakehost/scrutiny__smart-ata-full.json"))
-    doc["serial_number"] = serial
-    doc.pop("wwn", None)
-    doc["device"]["name"] = f"/dev/{device}"
-    doc["smartctl"]["exit_status"] = exit_status
-    return json.dumps(doc)
-
-
-def no_data_output(exit_status: int, message: str) -> str:
-    """What smartctl --json prints when it stops before reading the drive."""
-    return json.dumps({"json_format_version": [1, 0],
-                       "smartctl": {"version": [7, 4], "exit_status": exit_status,
-                                    "messages": [{"string": message, "severity": "error"}]}})
 
 
 def config_file(host: FakeHost, **extra) -> str:
@@ -496,7 +466,7 @@ def test_probe_stuck_in_the_probe_helper_is_reported_then_lifted(host, tmp_path)
     probes on it again."""
     import tempfile
 
-    from tests.test_privhelper import DEVICES, HelperProcess, fake_dev_root
+    from tests.support.probe_helper import DEVICES, HelperProcess, fake_dev_root
 
     host.set_response("smartctl", "scan", scan_json(["sdh"]))
     host.set_response("smartctl", "sdh", ata_output("sdh", "FAULT-sdh"))

@@ -40,8 +40,8 @@ from agent.history_clock import Clocks, boot_key, system_clocks
 from collectors.model import DriveReading
 from tests.conftest import ROOT
 from tests.fakehost import AgentProcess, FakeHost, build_default_host, free_port
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
-from tests.test_fault_matrix import SCRAPE_BOUND, descendants, left_behind
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.processes import SCRAPE_BOUND, descendants, left_behind
 
 HEALTHY = (SDA_SERIAL, NVME0_SERIAL, SHANNON_SERIAL)
 DAY = 86400.0

@@ -30,8 +30,8 @@ import pytest
 from agent.server import HTTPStats
 from tests.conftest import ROOT
 from tests.fakehost import AgentProcess, FakeHost, build_default_host
-from tests.test_e2e_agent import check_metrics
-from tests.test_webconfig import basic
+from tests.support.e2e import check_metrics
+from tests.support.tls import basic
 
 SCRAPE_BOUND = 1.0  # the bound for /metrics, throughout every fault
 PASSWORD = "scrape-secret"

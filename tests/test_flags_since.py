@@ -13,8 +13,8 @@ from agent.status import format_reasons
 from agent.views import ViewState, snapshot_views
 from tests.conftest import fixture_path
 from tests.fakehost import build_default_host
-from tests.test_e2e_agent import NVME1_SERIAL, SDA_SERIAL
-from tests.test_poller import Clock, make_poller
+from tests.support.e2e import NVME1_SERIAL, SDA_SERIAL
+from tests.support.poller import Clock, make_poller
 
 
 def _keys(views, serial):

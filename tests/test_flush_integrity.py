@@ -23,7 +23,7 @@ from tests.conftest import fixture_path
 from tests.fakehost import AgentProcess, build_default_host
 from tests.livefleet import FAST_INTERVALS
 from tests.promstack import alertmanager_factory, prometheus_factory  # noqa: F401 (fixtures)
-from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
+from tests.support.alerting import (  # noqa: F401 (webhook is a fixture)
     ALERT_RULES,
     ALERTMANAGER_CONFIG,
     RECORDING_RULES,
@@ -35,7 +35,7 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     wait_until_paging_works,
     webhook,
 )
-from tests.test_e2e_agent import SDA_SERIAL
+from tests.support.e2e import SDA_SERIAL
 
 ALERT = "SSDWriteCacheFlushIgnored"
 ALERT_FOR = "3s"  # shipped: 5m

@@ -16,7 +16,7 @@ from collectors.fusionio.parse import parse_status
 from collectors.model import ParseError
 from tests.conftest import fixture_files, fixture_path
 from tests.fakehost import AgentProcess, build_default_host
-from tests.test_e2e_agent import FAST, check_metrics, scrape, value, wait_for
+from tests.support.e2e import FAST, check_metrics, scrape, value, wait_for
 
 REMIX = "fusionio/remixvsl__iodrive2-1t2_vsl3.2.16.txt"
 DUO = "fusionio/iomemory-vsl-readme__iodrive-duo_vsl3.2.16.txt"
@@ -195,7 +195,7 @@ def test_agent_serves_the_card_through_the_configured_fake_fio_status(tmp_path):
 
 
 def test_agent_reads_fio_status_through_the_probe_helper(tmp_path):
-    from tests.test_privhelper import HelperProcess
+    from tests.support.probe_helper import HelperProcess
 
     host = _host(tmp_path)
     sockdir = tempfile.mkdtemp(prefix="ssdf-", dir="/tmp")

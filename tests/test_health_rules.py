@@ -30,9 +30,9 @@ from agent.status import format_table, paint
 from agent.views import snapshot_views
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, Drive, Projection, Snapshot, Temperature, WriteCacheState
 from tests.conftest import ROOT
-from tests.test_e2e_agent import SDA_SERIAL
-from tests.test_page import Node, cell, drive_rows, parse
-from tests.test_views_no_io import polled_snapshot
+from tests.support.e2e import SDA_SERIAL
+from tests.support.page import Node, cell, drive_rows, parse
+from tests.support.snapshots import polled_snapshot
 
 RULE_FILES = [p for p in (ROOT / "deploy/prometheus/ssdfleet-alerts.yml",
                           ROOT / "deploy/victoriametrics/ssdfleet-alerts.yml") if p.exists()]

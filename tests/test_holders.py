@@ -37,6 +37,7 @@ from collectors.model import Holding, ParseError
 from collectors.runner import Bounds, bounded, run_tool
 from tests.conftest import fixture_path
 from tests.fakehost import FakeHost
+from tests.support.holders import fake_zpool  # noqa: F401 (a fixture)
 
 FX = "holders/"
 
@@ -120,33 +121,6 @@ def _node_dir(sys_root: Path, name: str) -> Path:
         if (parent / name / "partition").exists():
             return parent / name
     raise FileNotFoundError(name)
-
-_FAKE_ZPOOL = """#!/bin/sh
-# fake zpool: replays a captured `zpool status -P` ({root})
-printf '%s\\n' "zpool $*" >> "{root}/calls.log"
-[ "$*" = "status -P" ] || {{ echo "fake zpool: unexpected arguments: $*" >&2; exit 2; }}
-[ -f "{root}/zpool.sleep" ] && sleep "$(cat "{root}/zpool.sleep")"
-cat "{root}/zpool.out"
-exit "$(cat "{root}/zpool.rc")"
-"""
-
-
-def fake_zpool(host: FakeHost, output, exit_code: int = 0, sleep: Optional[float] = None) -> Path:
-    """A fake ``zpool`` that answers ``status -P`` with ``output`` (a fixture path or text).
-    (tests/fakehost.py keys its responses by the last argument, which for ``-P`` is an option.)"""
-    root = host.root / "zpool"
-    root.mkdir(exist_ok=True)
-    data = output.read_bytes() if isinstance(output, Path) else output.encode()
-    (root / "zpool.out").write_bytes(data)
-    (root / "zpool.rc").write_text(str(exit_code))
-    if sleep is None:
-        (root / "zpool.sleep").unlink(missing_ok=True)
-    else:
-        (root / "zpool.sleep").write_text(str(sleep))
-    tool = host.bin / "zpool"
-    tool.write_text(_FAKE_ZPOOL.format(root=root))
-    tool.chmod(0o755)
-    return tool
 
 
 def mdstat_arrays():

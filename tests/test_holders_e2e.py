@@ -22,9 +22,9 @@ from tests.conftest import ROOT, fixture_path
 from tests.fakehost import AgentProcess, FakeHost, build_default_host
 from tests.livefleet import FAST_INTERVALS
 from tests.promstack import alertmanager_factory, prometheus_factory  # noqa: F401 (fixtures)
-from tests.test_alerting_e2e import paging_stack, wait_until_paging_works, webhook  # noqa: F401 (fixture)
-from tests.test_e2e_agent import SDA_SERIAL
-from tests.test_holders import fake_zpool
+from tests.support.alerting import paging_stack, wait_until_paging_works, webhook  # noqa: F401 (fixture)
+from tests.support.e2e import SDA_SERIAL
+from tests.support.holders import fake_zpool
 
 ALERT = "SSDWriteCacheDisabled"
 PAGE_TIMEOUT = 60.0

@@ -20,7 +20,7 @@ from collectors.nvme_vendor import vendor as vendors
 from collectors.nvme_vendor.vendor import INTEL_COUNT_BYTES, DriveFacts, intel_figures, vendor_for
 from tests.conftest import fixture_path, read_fixture
 from tests.fakehost import AgentProcess, build_default_host
-from tests.test_e2e_agent import FAST, NVME0_SERIAL, NVME1_SERIAL, scrape, value, wait_for
+from tests.support.e2e import FAST, NVME0_SERIAL, NVME1_SERIAL, scrape, value, wait_for
 
 ADD = "nvme-vendor/intel-collector-readme__intel_smart-log-add_nvme0n1.txt"
 SMART_LOG = "nvme-vendor/intel-collector-readme__smart-log_nvme0n1.txt"
@@ -164,7 +164,7 @@ def test_a_log_whose_unit_does_not_check_out_adds_nothing(tmp_path):
 
 def test_the_helper_runs_exactly_the_vendor_command_the_source_builds(tmp_path):
     from agent.privhelper import HelperRunner
-    from tests.test_privhelper import HelperProcess
+    from tests.support.probe_helper import HelperProcess
 
     host = _intel_host(tmp_path)
     sockdir = tempfile.mkdtemp(prefix="ssdf-", dir="/tmp")

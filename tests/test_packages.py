@@ -613,6 +613,7 @@ def apt(*args: str) -> List[str]:
             "-o", "Dpkg::Options::=--force-confold", *args]
 
 
+@pytest.mark.host_changing
 def test_deb_install_upgrade_remove_purge(packages, deb_root, tmp_path):
     root = deb_root
     analyze = need("systemd-analyze", "Debian package systemd")
@@ -748,6 +749,7 @@ def test_rpm_contents_and_scripts(packages):
     assert run([rpm, "--eval", f"%{{lua: print(rpm.vercmp('{prev}', '{__version__}-1'))}}"]).stdout.strip() == "-1"
 
 
+@pytest.mark.host_changing
 def test_rpm_in_a_scratch_root(packages, tmp_path):
     """rpm --root into an overlay of this machine (upper layer in tmp_path, in a private mount
     namespace): install the previous build, change the config and the history, upgrade, verify

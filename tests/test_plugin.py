@@ -21,7 +21,7 @@ from collectors.plugin.contract import parse_document
 from collectors.plugin.source import PluginSettings
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, AgentProcess, build_default_host
-from tests.test_e2e_agent import FAST, NVME0_SERIAL, SDA_SERIAL, check_metrics, scrape, value, wait_for
+from tests.support.e2e import FAST, NVME0_SERIAL, SDA_SERIAL, check_metrics, scrape, value, wait_for
 
 EXAMPLE = ROOT / "examples" / "plugins" / "keyvalue_to_ssdfleet.py"
 EXAMPLE_MAP = ROOT / "examples" / "plugins" / "shannon-p.map.json"
@@ -231,7 +231,7 @@ def test_plugins_run_in_the_agent_even_with_a_probe_helper(tmp_path):
     import shutil
     import tempfile
 
-    from tests.test_privhelper import HelperProcess
+    from tests.support.probe_helper import HelperProcess
 
     host = build_default_host(tmp_path / "host")
     sockdir = tempfile.mkdtemp(prefix="ssdf-", dir="/tmp")

@@ -21,27 +21,8 @@ from collectors.smartctl.source import STANDBY_MAX_SKIPS
 from collectors.source import Report
 from tests.conftest import fixture_path, read_fixture
 from tests.fakehost import FakeHost, build_default_host
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make_poller(host: FakeHost, clock=time.time, **extra) -> Poller:
-    settings = dict(
-        history=False, collectors=["smartctl"], tool_timeout_seconds=5.0, tool_kill_grace_seconds=0.2,
-        tools=Tools(smartctl=str(host.bin / "smartctl"), shannon_status=str(host.bin / "shannon-status"),
-                    hdparm=str(host.bin / "hdparm"), nvme=str(host.bin / "nvme")),
-        paths=Paths(sysfs=str(host.sys), procfs=str(host.proc)),
-    )
-    settings.update(extra)
-    config = Config(**settings)
-    return Poller(config, clock=clock)
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL
+from tests.support.poller import Clock, make_poller
 
 
 def sda(poller: Poller):

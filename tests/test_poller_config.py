@@ -11,8 +11,8 @@ from agent.metrics import make_registry
 from agent.views import drive_view
 from tests.conftest import fixture_path
 from tests.fakehost import DISKSTATS, build_default_host
-from tests.test_e2e_agent import NVME0_SERIAL, SDA_SERIAL
-from tests.test_poller import make_poller
+from tests.support.e2e import NVME0_SERIAL, SDA_SERIAL
+from tests.support.poller import make_poller
 
 
 def test_configured_temperature_limit_fills_and_replaces_the_drives_own(tmp_path):

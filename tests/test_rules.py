@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.rules import metric_names, parse_duration
+
 ROOT = Path(__file__).resolve().parent.parent
 PROM_DIR = ROOT / "deploy" / "prometheus"
 ALERTS = PROM_DIR / "ssdfleet-alerts.yml"
@@ -111,31 +113,6 @@ def _documented_metrics() -> set:
         m = re.match(r"^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|", line)
         if m:
             names.add(m.group(1))
-    return names
-
-
-_PROMQL_WORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
-                 "group_right", "offset", "bool", "inf", "nan"}
-
-
-def metric_names(expr: str) -> set:
-    """Metric names an expression selects: identifiers that are not functions, keywords,
-    label names (inside {...} or a by/without/on/ignoring list) or durations."""
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
-    text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
-    text = re.sub(r"\[[^\]]*\]", "", text)  # range and subquery durations
-    text = re.sub(r"\boffset\s+-?[0-9][0-9a-z]*", "", text)  # offset durations
-    text = re.sub(r"\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", "", text)  # numbers (1e-9 is not a metric e)
-    text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
-    names = set()
-    for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
-        name = m.group(0)
-        rest = text[m.end():].lstrip()
-        if rest.startswith("("):  # a function call
-            continue
-        if name.lower() in _PROMQL_WORDS:
-            continue
-        names.add(name)
     return names
 
 
@@ -279,18 +256,7 @@ def _unit_test_docs() -> list:
     return [yaml.safe_load(p.read_text()) for p in UNIT_TESTS]
 
 
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 LOOKBACK_SECONDS = 300  # Prometheus' default lookback: a sample is visible for 5 minutes
-
-
-def parse_duration(text) -> float:
-    """Seconds in a Prometheus duration ("1h30m", "15m", "0m"); 0 for None."""
-    if text in (None, "", 0):
-        return 0.0
-    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", str(text))
-    if not parts or "".join(n + u for n, u in parts) != str(text):
-        raise ValueError(f"not a Prometheus duration: {text!r}")
-    return float(sum(int(n) * _DURATION_UNITS[u] for n, u in parts))
 
 
 def sample_presence(values: str) -> list:

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from tests.promstack import skip_or_fail, victoriametrics_factory, vmalert_binary  # noqa: F401 (fixture)
-from tests.test_rules import metric_names, parse_duration
+from tests.support.rules import metric_names, parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"

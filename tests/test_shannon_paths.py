@@ -18,7 +18,7 @@ import yaml
 from collectors.shannon import parse_status_a, parse_status_p, parse_sysfs
 from tests.conftest import fixture_files, fixture_path, read_fixture
 from tests.fakehost import AgentProcess, build_default_host
-from tests.test_e2e_agent import FAST, SHANNON_SERIAL, scrape, value, wait_for
+from tests.support.e2e import FAST, SHANNON_SERIAL, scrape, value, wait_for
 
 GEN1_P = "shannon/seed000__status-p_scta_9h.txt"
 GEN1_A = "shannon/seed000__status-a_9h.txt"
@@ -164,7 +164,7 @@ def test_sysfs_only_through_the_agent(tmp_path, how):
 def test_through_the_helper_p_a_is_used_when_the_driver_has_it(tmp_path):
     import tempfile
 
-    from tests.test_privhelper import HelperProcess
+    from tests.support.probe_helper import HelperProcess
 
     host = build_default_host(tmp_path)
     host.set_response("shannon-status", "-a", fixture_path(GEN2))  # `-p -a`: key is the last arg

@@ -26,8 +26,8 @@ import pytest
 
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, AgentProcess, build_default_host
-from tests.test_e2e_agent import FAST
-from tests.test_webconfig import pki  # noqa: F401 (a session fixture: the test CA and certificates)
+from tests.support.e2e import FAST
+from tests.support.tls import pki  # noqa: F401 (a session fixture: the test CA and certificates)
 
 USER, PASSWORD = "prometheus", "scrape-secret"  # tests/fixtures/webconfig/tls.good.yml
 

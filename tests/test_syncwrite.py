@@ -38,7 +38,7 @@ from collectors.syncwrite import (
 from tests.fakehost import AgentProcess, FakeHost, build_default_host, promtool
 from tests.livefleet import FAST_INTERVALS
 from tests.promstack import alertmanager_factory, prometheus_factory  # noqa: F401 (fixtures)
-from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
+from tests.support.alerting import (  # noqa: F401 (webhook is a fixture)
     ALERT_RULES,
     RECORDING_RULES,
     _alerts_text,
@@ -47,7 +47,7 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     shortened_rules,
     webhook,
 )
-from tests.test_e2e_agent import SDA_SERIAL
+from tests.support.e2e import SDA_SERIAL
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a loop device needs root")

@@ -52,7 +52,7 @@ from tests.promstack import (  # noqa: F401 (fixtures)
     prometheus_factory,
     skip_or_fail,
 )
-from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
+from tests.support.alerting import (  # noqa: F401 (webhook is a fixture)
     _alert_state,
     _alerts_text,
     _wait_for_healthy_alert_rules,
@@ -61,7 +61,7 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     wait_for_page,
     webhook,
 )
-from tests.test_victoriametrics_e2e import (
+from tests.support.victoriametrics import (
     ALERT,
     ALERT_FOR,
     FLIPPED_DEVICE,

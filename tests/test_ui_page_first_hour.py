@@ -11,8 +11,8 @@ from agent.poller import Poller
 from agent.views import ViewState
 from collectors.model import DriveReading
 from tests.fakehost import build_default_host
-from tests.test_e2e_agent import SHANNON_SERIAL
-from tests.test_page import cell, drive_rows, parse
+from tests.support.e2e import SHANNON_SERIAL
+from tests.support.page import cell, drive_rows, parse
 
 
 def test_two_samples_twenty_minutes_apart(tmp_path):

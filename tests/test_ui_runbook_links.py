@@ -22,7 +22,7 @@ import yaml
 from agent import runbooks
 from tests.fakehost import ROOT, AgentProcess, build_default_host
 from tests.promstack import Prometheus, prometheus_factory  # noqa: F401 (a fixture)
-from tests.test_e2e_agent import FAST
+from tests.support.e2e import FAST
 
 ALERTS = ROOT / "deploy" / "prometheus" / "ssdfleet-alerts.yml"
 VM_ALERTS = ROOT / "deploy" / "victoriametrics" / "ssdfleet-alerts.yml"

@@ -26,9 +26,9 @@ from agent.status import COLUMNS, KEPT, clip, ellipsis_for, table_width
 from agent.views import input_rows
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, FakeHost, build_default_host, free_port
-from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL, SHANNON_SERIAL
-from tests.test_status import on_a_terminal as status_on_a_terminal
-from tests.test_status import projection_blocks, table_rows
+from tests.support.e2e import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL, SHANNON_SERIAL
+from tests.support.status_output import on_a_terminal as status_on_a_terminal
+from tests.support.status_output import projection_blocks, table_rows
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 ALL_HEADERS = [c.header for c in COLUMNS]

@@ -15,25 +15,10 @@ from agent.api import create_app
 from agent.history import History
 from agent.page import render_page
 from agent.views import ViewState
-from tests.fakehost import build_default_host
-from tests.test_e2e_agent import SDA_SERIAL
-from tests.test_poller import Clock, make_poller
+from tests.support.e2e import SDA_SERIAL
+from tests.support.snapshots import polled_snapshot
 
 HOUR = 3600.0
-
-
-def polled_snapshot(tmp_path):
-    """One SMART and write cache read of the default fake host, on a fake clock."""
-    host = build_default_host(tmp_path)
-    clock = Clock()
-    poller = make_poller(host, clock, collectors=["smartctl", "write_cache"])
-    try:
-        poller.run_discovery()
-        poller.run("smartctl")
-        poller.run("write_cache")
-        return poller.snapshot(), clock
-    finally:
-        poller.stop()
 
 
 def _seed(history: History, snap, now: float) -> None:

@@ -1,0 +1,45 @@
+"""The shipped Prometheus rules read as data: metric names in an expression, durations.
+
+Moved out of test_rules.py (issue 27: test modules import helpers from tests/support/ only).
+"""
+
+from __future__ import annotations
+
+import re
+
+_PROMQL_WORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
+                 "group_right", "offset", "bool", "inf", "nan"}
+
+
+def metric_names(expr: str) -> set:
+    """Metric names an expression selects: identifiers that are not functions, keywords,
+    label names (inside {...} or a by/without/on/ignoring list) or durations."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", "", text)  # range and subquery durations
+    text = re.sub(r"\boffset\s+-?[0-9][0-9a-z]*", "", text)  # offset durations
+    text = re.sub(r"\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", "", text)  # numbers (1e-9 is not a metric e)
+    text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
+    names = set()
+    for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
+        name = m.group(0)
+        rest = text[m.end():].lstrip()
+        if rest.startswith("("):  # a function call
+            continue
+        if name.lower() in _PROMQL_WORDS:
+            continue
+        names.add(name)
+    return names
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def parse_duration(text) -> float:
+    """Seconds in a Prometheus duration ("1h30m", "15m", "0m"); 0 for None."""
+    if text in (None, "", 0):
+        return 0.0
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", str(text))
+    if not parts or "".join(n + u for n, u in parts) != str(text):
+        raise ValueError(f"not a Prometheus duration: {text!r}")
+    return float(sum(int(n) * _DURATION_UNITS[u] for n, u in parts))
