@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import quote
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
 # At module level: with postponed annotations FastAPI resolves a handler's return type from
 # these globals; imported inside create_app, HTMLResponse stayed an unresolved forward
@@ -94,6 +94,25 @@ class _SharedView:
         future = asyncio.ensure_future(loop.run_in_executor(self._executor, self._compute, snap, now))
         self._current = (snap, now, future)
         return await asyncio.shield(future)
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an ``Accept-Encoding`` value admits gzip (``gzip``, ``x-gzip`` or ``*`` with a
+    q-value above 0, RFC 9110 12.5.3)."""
+    for item in header.split(","):
+        name, _, params = item.partition(";")
+        if name.strip().lower() not in ("gzip", "x-gzip", "*"):
+            continue
+        q = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value.strip())
+                except ValueError:
+                    q = 0.0
+        return q > 0
+    return False
 
 
 class _PartsResponse(Response):
@@ -178,11 +197,18 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     app.state.views_pool = views_pool
 
     # async: served on the event loop from bytes rendered ahead, never queued behind a thread
+    # gzip when asked (Prometheus always asks): the snapshot's text is compressed once per
+    # snapshot by the renderer; a scrape compresses only its ages and the server's counters.
     @app.get("/metrics")
-    async def metrics() -> Response:
-        static, ages = exposition.render_parts()
-        return _PartsResponse([static, ages + (http_stats.render() if http_stats is not None else b"")],
-                              media_type=CONTENT_TYPE_LATEST)
+    async def metrics(request: Request) -> Response:
+        extra = http_stats.render() if http_stats is not None else b""
+        if not accepts_gzip(request.headers.get("accept-encoding", "")):
+            static, ages = exposition.render_parts()
+            return _PartsResponse([static, ages + extra], media_type=CONTENT_TYPE_LATEST)
+        response = _PartsResponse(list(exposition.gzip_parts(extra)), media_type=CONTENT_TYPE_LATEST)
+        response.headers["content-encoding"] = "gzip"
+        response.headers["vary"] = "Accept-Encoding"
+        return response
 
     @app.get("/healthz")
     async def healthz() -> Dict[str, Any]:

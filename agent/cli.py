@@ -161,7 +161,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     http_stats = http_server.HTTPStats()
     app = create_app(poller.snapshot, page=page, state=state, http_stats=http_stats)
-    poller.add_listener(app.state.exposition.prepare)
+    poller.add_listener(app.state.exposition.feed)
     poller.add_listener(state.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:

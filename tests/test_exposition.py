@@ -133,3 +133,99 @@ def test_a_probe_waits_for_the_one_in_flight_on_its_device(tmp_path):
         assert poller.snapshot().by_serial()[SDA_SERIAL].write_cache  # and hdparm's answer landed
     finally:
         poller.stop()
+
+
+# -- issue 32: a scrape never waits for a render; gzip ---------------------------------------
+
+
+def _many_drives(snap: Snapshot, copies: int) -> Snapshot:
+    """``snap``'s drives repeated under new serials: a host big enough that a render takes a
+    measurable time."""
+    drives = []
+    for i in range(copies):
+        for d in snap.drives:
+            reading = d.reading.replace(serial=f"{d.reading.serial}-{i}", device=f"{d.reading.device}x{i}")
+            drives.append(dataclasses.replace(d, reading=reading))
+    return dataclasses.replace(snap, drives=tuple(drives))
+
+
+def test_a_scrape_during_a_render_is_answered_from_the_previous_one(tmp_path):
+    """The listener renders a big new snapshot; scrapes meanwhile return at once with the
+    previous snapshot's text, then the new one once it is swapped in."""
+    host = build_default_host(tmp_path)
+    poller = make_poller(host)
+    try:
+        poller.run_discovery()
+        poller.run("smartctl")
+        small = poller.snapshot()
+        big = _many_drives(small, 300)
+        exposition = Exposition(lambda: big)
+        exposition.feed(small)
+        t0 = time.perf_counter()
+        exposition.prepare(big)
+        render_cost = time.perf_counter() - t0
+        exposition = Exposition(lambda: big)
+        exposition.feed(small)
+        worker = threading.Thread(target=exposition.feed, args=(big,))
+        worker.start()
+        during = []
+        while worker.is_alive():
+            t = time.perf_counter()
+            text, _ages = exposition.render_parts()
+            during.append((time.perf_counter() - t, len(text)))
+            time.sleep(0.002)
+        worker.join()
+        print(f"  render of {len(big.drives)} drives: {render_cost * 1000:.0f} ms; {len(during)} scrapes during it, "
+              f"slowest {max(d for d, _ in during) * 1000:.1f} ms")
+        assert render_cost > 0.05, "the render is too quick to show anything"
+        assert len(during) >= 3
+        small_size = min(n for _, n in during)
+        text, _ = exposition.render_parts()
+        assert len(text) > 100 * small_size
+        # each scrape saw one whole render, the old one until the swap, then the new one
+        assert {n for _, n in during} <= {small_size, len(text)}
+        assert sum(1 for _, n in during if n == small_size) >= 3
+        # each scrape took a small fraction of the render (generous: a loaded machine)
+        assert max(d for d, _ in during) < render_cost / 3
+        assert exposition.renders_total == 2
+    finally:
+        poller.stop()
+
+
+def test_gzip_is_one_stream_of_the_same_text(tmp_path):
+    """Asked for gzip, /metrics is one gzip member (clients that read only the first member of
+    a stream lose nothing) whose text is the plain answer's, ages included; not asked, plain."""
+    import zlib
+
+    from fastapi.testclient import TestClient
+
+    from agent.api import create_app
+
+    host = build_default_host(tmp_path)
+    poller = make_poller(host)
+    try:
+        poller.run_discovery()
+        poller.run("smartctl")
+        app = create_app(poller.snapshot)
+        with TestClient(app) as client:
+            plain = client.get("/metrics", headers={"Accept-Encoding": "identity"})
+            packed = client.get("/metrics", headers={"Accept-Encoding": "gzip"})
+            refused = client.get("/metrics", headers={"Accept-Encoding": "gzip;q=0"})
+        assert plain.headers.get("content-encoding") is None and refused.headers.get("content-encoding") is None
+        assert packed.headers["content-encoding"] == "gzip" and packed.headers["vary"] == "Accept-Encoding"
+        assert samples(packed.content).keys() == samples(plain.content).keys()  # httpx decoded it
+        assert ages(samples(packed.content)) and ages(samples(packed.content)).keys() == ages(samples(plain.content)).keys()
+        # the raw bytes: exactly one member, its trailer's CRC over the whole text
+        exposition = app.state.exposition
+        head, tail = exposition.gzip_parts(b"# extra\n")
+        stream = head + tail
+        one = zlib.decompressobj(31)
+        text = one.decompress(stream)
+        assert one.eof and one.unused_data == b"", "more than one gzip member"
+        static, ages_part = exposition.render_parts()
+        assert text.startswith(static) and text.endswith(b"# extra\n")
+        assert text.count(b"ssd_data_age_seconds{") == ages_part.count(b"ssd_data_age_seconds{") > 0
+        print(f"  /metrics: {len(plain.content):,} bytes plain, {len(stream):,} gzipped")
+        assert len(stream) < len(plain.content) / 4
+    finally:
+        poller.stop()
