@@ -155,10 +155,10 @@ def main(argv: List[str]) -> int:
           f"{len(exceptions)} exceptions; {len(found)} figures differ from {args.base}")
     print("by field and kind: " + ", ".join(f"{f} {k}: {n}" for (f, k), n in
                                             sorted(Counter((c[1], c[2]) for c in found).items())))
-    for name, field, kind, old, new, why_old, why_new in found:
-        print(f"\n{name}\n  {field} {kind}: {_show(old)} -> {_show(new)}\n    was: {why_old}\n    now: {why_new}")
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1, default=str))
+    for name, field, kind, old, new, why_old, why_new in found:
+        print(f"\n{name}\n  {field} {kind}: {_show(old)} -> {_show(new)}\n    was: {why_old}\n    now: {why_new}")
     return 1 if exceptions else 0
 
 

@@ -345,19 +345,20 @@ GOLDEN = [
     # Written", "0x01 0x028 6 144226773252 --- Logical Sectors Read". 69132 sectors would be
     # 35 MB after 13,000 hours; 69132 GiB is 74.2 TB against devstat's 74.2 TB.
     (TEXT + "SSD_Apacer_AS340_960GB_15B6C2D7DBCD.txt",
-     144980997209 * 512, 144226773252 * 512, 69132 * GiB, 68772 * GiB, "ata 241 Total_LBAs_Written raw"),
+     144980997209 * 512, 144226773252 * 512, 69132 * GiB, 68772 * GiB, "ata 241 Total_LBAs_Written raw x GiB"),
     # Patriot P200 2TB (Silicon Motion): "241 Host_Writes_32MiB ... 88788330888" and devstat
     # "Logical Sectors Written 88788330888" are the same number: sectors, not 32 MiB (which
     # would be 2.98 EB); "242 Host_Reads_32MiB ... 59169569143" = "Logical Sectors Read".
     (TEXT + "SSD_Patriot_P200_2TB_A35B7644B766.txt",
      88788330888 * 512, 59169569143 * 512, 88788330888 * 512, 59169569143 * 512,
-     "ata 241 Host_Writes_32MiB raw"),
+     "ata 241 Host_Writes_32MiB raw x sector size"),
     # SK hynix SC311 SATA 256GB: "241 Total_Writes_GiB ... 444873897" = devstat "Logical
     # Sectors Written 444873897" (as GiB it would be 478 PB on a 256 GB drive); "242
     # Total_Reads_GiB ... 816877740" = "Logical Sectors Read 816877740".
     (TEXT + "SSD_SK_hynix_SC311_SATA_256GB_3E420DFB9613.txt",
      # (drivedb r5319, newer than the capture's, names the same counter Total_Writes_GB)
-     444873897 * 512, 816877740 * 512, 444873897 * 512, 816877740 * 512, "ata 241 Total_Writes_GB raw"),
+     444873897 * 512, 816877740 * 512, 444873897 * 512, 816877740 * 512,
+     "ata 241 Total_Writes_GB raw x sector size"),
 ]
 
 

@@ -75,7 +75,7 @@ def vocabulary(
     model = doc.get("model_name") if isinstance(doc.get("model_name"), str) else None
     firmware = doc.get("firmware_version") if isinstance(doc.get("firmware_version"), str) else None
     entry = db.lookup(model, firmware)
-    ours = db.names_of(entry) if model else {}
+    ours = db.names_of(entry, firmware) if model else {}
     report_knows = doc.get("in_smartctl_database") is True
     report_revision = doc.get("smartctl_database_revision")
     if not isinstance(report_revision, int):
@@ -336,6 +336,8 @@ def _attribute_reading(
         unit = known.rule.unit
         source = f"ata {known.attribute.attr_id} {known.attribute.name} raw"
         own_row = known.rule.family is not None
+        if own_row and _unit_label(unit) not in known.attribute.name:
+            source += f" x {_unit_label(unit)}"  # the table's unit for this model, not the name's
         sound = _volume_problem(known.value, capacity, power_on_seconds, used, average_erase,
                                 known.meaning) is None
         if sound and not own_row:
@@ -347,20 +349,46 @@ def _attribute_reading(
     return None
 
 
+def _agrees(value: int, sector: int, reading: _Reading, unit: str) -> bool:
+    """The attribute in ``unit`` and the devstat sector counter ``value`` say the same volume, to
+    within 2% or one count of the unit (the two are read a moment apart)."""
+    unit_sectors = max(1, (attrs.unit_bytes(unit, sector) or sector) // sector)
+    attr_sectors = (reading.attr.raw or 0) * unit_sectors
+    return abs(attr_sectors - value) <= max(0.02 * value, unit_sectors + _DEVSTAT_SLACK_SECTORS)
+
+
+def _wrap_units(value: int, sector: int, reading: _Reading) -> Tuple[str, ...]:
+    """The units to try the wrap match in: the reading's own first. A unit the drive database
+    names is weighed first; when the attribute in that unit disagrees with the devstat counter
+    (Lite-On LCH firmware counts GiB under the database's Host_Writes_32MiB: 6939 x 32 MiB is
+    0.23 TB against a devstat counter of 0.85 TB), the other units an attribute counts in are tried
+    too, and only the one whose count leaves exactly the devstat value in the low 32 bits fits."""
+    if _agrees(value, sector, reading, reading.units[0]):
+        return reading.units[:1]
+    return reading.units + tuple(u for u in _CANDIDATE_UNITS if u not in reading.units)
+
+
 def _wrap_match(value: int, sector: int, reading: Optional[_Reading]) -> Optional[_Volume]:
     """The attribute reading that the devstat counter ``value`` equals modulo 2**32 sectors while
-    the attribute counts more than 2**32 sectors: the devstat counter is kept in 32 bits, and the
-    match fixes the attribute's unit."""
+    the attribute counts more than 2**32 sectors: the devstat counter is kept in 32 bits (it
+    wrapped), and the match fixes the attribute's unit. Such a match is weighed above the devstat
+    counter whatever unit the database names: a random attribute lands within one unit of the
+    counter's low 32 bits about once in 2,000 drives for GiB, once in 65,000 for 32 MiB."""
     if reading is None:
         return None
-    for unit in reading.units:
+    for unit in _wrap_units(value, sector, reading):
         unit_sectors = max(1, (attrs.unit_bytes(unit, sector) or sector) // sector)
         attr_sectors = (reading.attr.raw or 0) * unit_sectors
         gap = (attr_sectors - value) % _DEVSTAT_WRAP
         gap = min(gap, _DEVSTAT_WRAP - gap)
         if attr_sectors >= _DEVSTAT_WRAP and gap <= unit_sectors + _DEVSTAT_SLACK_SECTORS:
-            note = "" if reading.established and unit == reading.units[0] else \
-                f" x {_unit_label(unit)} (unit fixed by the devstat counter's low 32 bits)"
+            if reading.established and unit == reading.units[0]:
+                note = ""
+            elif unit in reading.units:
+                note = f" x {_unit_label(unit)} (unit fixed by the devstat counter's low 32 bits)"
+            else:
+                note = (f" x {_unit_label(unit)} (not the {_unit_label(reading.units[0])} its name says: the "
+                        "devstat counter is this count's low 32 bits)")
             return _Volume(attr_sectors * sector, reading.source + note)
     return None
 
