@@ -1,4 +1,4 @@
-"""HTTP side of the agent: /metrics, /healthz, /api/v1/drives and the / page.
+"""HTTP side of the agent: /metrics, /healthz, /api/v1/drives, the / page and /runbooks.
 
 Handlers only read memory: the poller's current snapshot and what was derived from it in
 the poller's listener thread (:class:`agent.metrics.Exposition` for /metrics, the
@@ -20,7 +20,8 @@ import asyncio
 import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from urllib.parse import quote
 
 from fastapi import FastAPI
 
@@ -29,12 +30,11 @@ from fastapi import FastAPI
 # reference and every /openapi.json failed with a 500.
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from agent import __version__
+from agent import __version__, host_views, runbooks
 from agent.metrics import Exposition
-from agent.syncwrite import SyncWriteView
-from agent.syncwrite import views as syncwrite_views
+from agent.server import HTTPStats
 from agent.views import DriveView, ViewState, snapshot_views, worst
 from collectors.model import Snapshot
 
@@ -49,6 +49,10 @@ class CollectorOut(BaseModel):
 
 
 class DrivesOut(BaseModel):
+    # The pre-issue-27 top-level keys of host sources (``syncwrite``) are added as extras for
+    # one release (agent.host_views.legacy_api); ``host`` has the same values by source.
+    model_config = ConfigDict(extra="allow")
+
     version: str
     generated: float
     snapshot_created: float
@@ -56,7 +60,10 @@ class DrivesOut(BaseModel):
     drives: List[DriveView]
     collectors: List[CollectorOut]
     problems: List[str]
-    syncwrite: List[SyncWriteView] = []  # the sync-write probe's latest burst per directory
+    # What each host source measured, by source name, as its view gives it: ``syncwrite`` (the
+    # sync-write probe's latest burst per directory), ``megaraid`` (controllers, volumes,
+    # batteries) ...
+    host: Dict[str, Any] = {}
 
 
 VIEW_THREADS = 2
@@ -89,6 +96,22 @@ class _SharedView:
         return await asyncio.shield(future)
 
 
+class _PartsResponse(Response):
+    """A response sent as several body messages, so that a large part shared by every request
+    (the rendered /metrics text) goes out without a copy per request: a client slow to read
+    then holds no body of its own in the agent's memory."""
+
+    def __init__(self, parts: List[bytes], media_type: str) -> None:
+        super().__init__(b"", media_type=media_type)
+        self._parts = parts
+        self.headers["content-length"] = str(sum(len(p) for p in parts))
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        for i, part in enumerate(self._parts):
+            await send({"type": "http.response.body", "body": part, "more_body": i < len(self._parts) - 1})
+
+
 class HeadAsGet:
     """Answer ``HEAD`` wherever ``GET`` is answered (RFC 9110 asks it of every GET resource):
     run the GET and send its status and headers without the body."""
@@ -111,13 +134,41 @@ class HeadAsGet:
         await self.app(dict(scope, method="GET"), receive, send_head)
 
 
+class SlashRedirect:
+    """``/metrics/`` -> ``/metrics``, with a path-only ``Location``.
+
+    Starlette's own redirect builds an absolute URL from the request's ``Host`` header, so any
+    client could make the agent answer with a link to a host of its choosing. Here the target
+    is one of the app's own route paths (never the request's text, so ``//evil.example/``
+    cannot become a scheme-relative link), plus the query string."""
+
+    def __init__(self, app: Any, paths: Callable[[], Iterable[str]]) -> None:
+        self.app = app
+        self._paths = paths
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope.get("type") == "http" and len(path) > 1 and path.endswith("/"):
+            target = next((p for p in self._paths() if p == path[:-1]), None)
+            if target is not None:
+                query = scope.get("query_string", b"")
+                location = quote(target) + ("?" + query.decode("latin-1") if query else "")
+                await send({"type": "http.response.start", "status": 307,
+                            "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
-               state: Optional[ViewState] = None) -> FastAPI:
+               state: Optional[ViewState] = None, http_stats: Optional[HTTPStats] = None) -> FastAPI:
     """``state`` (the ViewState the poller feeds) adds each drive's thinned samples and its
-    flags' times to /api/v1/drives, so ``ssdfleet status --drive`` can show them."""
-    app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None)
+    flags' times to /api/v1/drives, so ``ssdfleet status --drive`` can show them.
+    ``http_stats`` (the server's counters) are appended to /metrics."""
+    app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None, redirect_slashes=False)
     app.add_middleware(HeadAsGet)
+    app.add_middleware(SlashRedirect, paths=lambda: [getattr(r, "path", "") for r in app.routes])
     exposition = Exposition(get_snapshot, clock=clock)
     # The agent hands each new snapshot to exposition.prepare (Poller.add_listener), so a
     # scrape finds the text already rendered.
@@ -129,7 +180,9 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     # async: served on the event loop from bytes rendered ahead, never queued behind a thread
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(exposition.render(), media_type=CONTENT_TYPE_LATEST)
+        static, ages = exposition.render_parts()
+        return _PartsResponse([static, ages + (http_stats.render() if http_stats is not None else b"")],
+                              media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz")
     async def healthz() -> Dict[str, Any]:
@@ -138,6 +191,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
 
     def drives_json(snap: Snapshot, now: float) -> bytes:
         views = snapshot_views(snap, now, state=state)
+        host = host_views.api(snap)
         return DrivesOut(
             version=__version__,
             generated=now,
@@ -146,7 +200,8 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
             drives=views,
             collectors=[CollectorOut(**dataclasses.asdict(c)) for c in snap.collectors],
             problems=list(snap.problems),
-            syncwrite=syncwrite_views(snap.syncwrite, snap.drives),
+            host=host,
+            **host_views.legacy_api(host),
         ).model_dump_json().encode()
 
     shared_drives = _SharedView(drives_json, views_pool, clock)
@@ -154,6 +209,14 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     @app.get("/api/v1/drives", response_model=DrivesOut)
     async def drives() -> Response:
         return Response(await shared_drives.get(get_snapshot()), media_type="application/json")
+
+    # The shipped runbook, read once here (agent/runbooks.py): every alert's runbook_url points
+    # at a section of it on the agent that raised the alert.
+    runbook_status, runbook_page = runbooks.load_page()
+
+    @app.get(runbooks.ROUTE, response_class=HTMLResponse)
+    async def runbook() -> Response:
+        return HTMLResponse(runbook_page, status_code=runbook_status)
 
     if page is not None:
         shared_page = _SharedView(lambda snap, now: page(snap, now).encode(), views_pool, clock)
@@ -164,6 +227,7 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
     else:
         @app.get("/")
         async def index_plain() -> JSONResponse:
-            return JSONResponse({"ssdfleet": __version__, "endpoints": ["/metrics", "/healthz", "/api/v1/drives"]})
+            return JSONResponse({"ssdfleet": __version__,
+                                 "endpoints": ["/metrics", "/healthz", "/api/v1/drives", runbooks.ROUTE]})
 
     return app

@@ -26,6 +26,15 @@ _INTERVAL_NAMES = tuple(Intervals.model_fields)
 log = logging.getLogger("ssdfleet")
 
 
+def _add_simulate(p: argparse.ArgumentParser, verb: str) -> None:
+    """--simulate for agent, status and collect: the demo host of simulator/demo.py."""
+    p.add_argument("--simulate", type=int, nargs="?", const=8, metavar="DRIVES",
+                   help=f"demo: {verb} a simulated database host with this many drives (default 8)")
+    p.add_argument("--simulate-speed", type=float, default=1.0,
+                   help="simulated seconds per real second (default 1: real time)")
+    p.add_argument("--simulate-dir", help="where to build the simulated host (default: a temp dir)")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML configuration file")
     for key in _TOOL_KEYS:
@@ -151,19 +160,18 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.signals import QUIT_EXIT_STATUS, SignalHandling
     from collectors.runner import LIVE, ORPHANS, enable_subreaper
 
-    app = create_app(poller.snapshot, page=page, state=state)
+    http_stats = http_server.HTTPStats()
+    app = create_app(poller.snapshot, page=page, state=state, http_stats=http_stats)
     poller.add_listener(app.state.exposition.prepare)
     poller.add_listener(state.update)
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
-        app = webconfig.secure_app(app, web)
-    http_server.quiet_repeats("asyncio", "uvicorn.error")
+        app = webconfig.secure_app(app, web, stats=http_stats)
+    http_server.quiet_repeats()
     nofile = http_server.raise_nofile_limit()
     cap = http_server.connection_cap(config.http_max_connections, nofile)
-    uconfig = webconfig.uvicorn_config(app, web, host=host, port=port, log_level="warning",
-                                       access_log=False)
-    http_server.server_config(app, uconfig, config.http_request_timeout_seconds, cap)
-    server = http_server.AgentServer(uconfig)
+    server = http_server.AgentServer(app, host, port, stats=http_stats, ssl_context=webconfig.ssl_context(web),
+                                     request_timeout=config.http_request_timeout_seconds, max_connections=cap)
     log.info("ssdfleet %s starting: collectors %s; open files limit %s",
              __version__, ",".join(config.collectors), nofile)
     # Daemons that tools start outside their process group are reparented to the agent and
@@ -171,14 +179,14 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if enable_subreaper():
         ORPHANS.start()
     SignalHandling(reload=Reloader(lambda: _fill_state_dir(_config(args)), poller, web),
-                   stop=lambda signum: server._on_signal(signum, None), note=poller.note_signal).install()
+                   stop=server.stop, note=poller.note_signal).install()
     poller.start()
     try:
         server.run()
     finally:
         _stop_agent(poller, server.stop_signal, LIVE, ORPHANS)
     if not server.started:
-        return 1  # the bind failed; uvicorn logged why
+        return 1  # the bind failed; the server logged why
     return QUIT_EXIT_STATUS if server.stop_signal == signal_mod.SIGQUIT else 0
 
 
@@ -237,13 +245,15 @@ def _stop_agent(poller: Any, stop_signal: Optional[int], live: Any, orphans: Any
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
+    _simulated(args)
     config = _config(args)
     _setup_logging(config.log_level if args.log_level else "WARNING")
     from agent.poller import Poller
     from agent.views import snapshot_views
     from collectors.runner import ORPHANS, enable_subreaper
 
-    config = config.model_copy(update={"history": False})
+    # one poll keeps no history, except on a simulated host, whose seeded history gives dates
+    config = config.model_copy(update={"history": bool(args.simulate)})
     subreaper = enable_subreaper()
     poller = Poller(config)
     snap = poller.poll_once()
@@ -304,6 +314,7 @@ def cmd_syncwrite_dropin(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from agent import status
 
+    _simulated(args)
     return status.main(args, _config)
 
 
@@ -317,11 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen-address", help=f"host:port to listen on (default :{DEFAULT_PORT})")
     p.add_argument("--web-config", help="web config file (TLS, basic auth), Prometheus exporter format")
     p.add_argument("--probe-helper-socket", help="run device tools through the probe helper on this UNIX socket")
-    p.add_argument("--simulate", type=int, nargs="?", const=6, metavar="DRIVES",
-                   help="demo: serve a simulated host with this many drives (default 6)")
-    p.add_argument("--simulate-speed", type=float, default=3600.0,
-                   help="simulated seconds per real second (default 3600: an hour a second)")
-    p.add_argument("--simulate-dir", help="where to build the simulated host (default: a temp dir)")
+    _add_simulate(p, "serve")
     for name in _INTERVAL_NAMES:
         p.add_argument(f"--interval.{name}", dest=f"interval_{name}", type=float,
                        help=f"seconds between {name} polls")
@@ -335,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("collect", help="poll once and print the result")
     _add_common(p)
+    _add_simulate(p, "poll")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_collect)
 
@@ -354,6 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drive", help="show one drive (serial or device) in detail")
     p.add_argument("--watch", type=float, nargs="?", const=5.0, help="redraw every N seconds")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    from agent.status import add_client_arguments
+
+    add_client_arguments(p)
+    _add_simulate(p, "show")
     p.set_defaults(func=cmd_status)
     return parser
 

@@ -6,14 +6,18 @@ the agent at a fixture tree and at fake tools exactly as they would at real ones
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from collectors import registry
+from collectors.runner import DEFAULT_TIMEOUT
 from collectors.source import tool_defaults
+
+log = logging.getLogger("ssdfleet.config")
 
 DEFAULT_PORT = 9877
 # The sources, their tools, intervals and settings sections come from collectors/registry.py.
@@ -155,24 +159,18 @@ class _ConfigBase(_Strict):
     # Retention deletes only after the wall clock has agreed with the boot clock this long
     # (after a step, and after boot): a clock a year ahead must not delete a year of rows.
     history_clock_settle_seconds: float = Field(86400.0, ge=0, le=30 * 86400)
-    # smartmontools' drive database: "auto" picks the newest of the host's copies
-    # (update-smart-drivedb's, the package's) and the one ssdfleet ships; or a path.
-    smartctl_drivedb: str = "auto"
     tools: Tools = Tools()
     paths: Paths = Paths()
     intervals: Intervals = Intervals()
-    tool_timeout_seconds: float = Field(30.0, ge=0.1, le=3600)
+    # The one time limit of every tool call (collectors.runner.bounded applies it).
+    tool_timeout_seconds: float = Field(DEFAULT_TIMEOUT, ge=0.1, le=3600)
     tool_kill_grace_seconds: float = Field(2.0, ge=0, le=60)
     tool_max_output_bytes: int = Field(8 * 1024 * 1024, gt=1024)
     max_concurrent_probes: int = Field(4, ge=1, le=64)
-    # After this many consecutive polls that found a drive asleep, read it once anyway (it
-    # wakes), like smartd's -n standby,N; 0 never wakes a drive.
-    smartctl_standby_max_skips: int = Field(12, ge=0)
     # When set, device tools run in the privileged probe helper behind this UNIX socket and
     # the agent itself needs no device privileges (see docs/security.md).
     probe_helper_socket: Optional[str] = None
     collectors: List[str] = list(registry.DEFAULT_ENABLED)
-    smartctl_devices: List[str] = []  # extra "DEVICE[:TYPE]" entries beyond --scan-open
     include_block_devices: bool = True  # drives the kernel knows but no tool reads
     write_cache_expected: str = "enabled"
     write_cache_rules: List[WriteCacheRule] = []
@@ -181,18 +179,20 @@ class _ConfigBase(_Strict):
     # Issue 15: drives with (or known to be without) power-loss protection, beyond the model
     # table in agent/durability.py; empty by default.
     power_loss_protection: List[PowerLossProtectionRule] = []
-    # /proc/diskstats: device-mapper and loop devices are not drives; a host that wants their
-    # counters anyway (a dm-crypt volume as the only view of a disk) can have them.
-    include_device_mapper: bool = False
-    include_loop: bool = False
     log_level: str = "INFO"
     # HTTP limits (agent/server.py): a request head must arrive complete within this many
-    # seconds of the connection opening (or of its previous response); at most this many
-    # connections are open, the oldest idle one is closed to admit a new one.
+    # seconds of the connection opening (or of its previous response), and a response backed
+    # up unread for this long resets the connection; at most this many connections are open,
+    # one that does not read (else the oldest idle one) is closed to admit a new one.
     http_request_timeout_seconds: float = Field(10.0, gt=0, le=300)
     http_max_connections: int = Field(512, ge=8, le=65536)
     # How long a SIGTERM may take: stop the poller, end tool processes, flush history.
     shutdown_timeout_seconds: float = Field(10.0, gt=0, le=120)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data):
+        return moved_keys(data) if isinstance(data, dict) else data
 
     @field_validator("collectors")
     @classmethod
@@ -255,7 +255,8 @@ class _ConfigBase(_Strict):
 
 
 # The agent's settings: the keys above, plus one section per source that has settings of its
-# own, under the source's name (``syncwrite:``), its model declared in the source's module.
+# own, under the source's name (``smartctl:``, ``diskstats:``, ``syncwrite:``), its model
+# declared in the source's module.
 Config = create_model(
     "Config", __base__=_ConfigBase,
     **{spec.name: (spec.settings, spec.settings()) for spec in registry.SOURCES if spec.settings},
@@ -295,6 +296,44 @@ def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) ->
         raise ConfigError(f"invalid configuration: {problems}") from None
 
 
+# Top-level keys that moved into a source's own section (issue 27), accepted with a warning
+# for one release: old key -> (section, key in it).
+MOVED_KEYS: Dict[str, Tuple[str, str]] = {
+    "smartctl_devices": ("smartctl", "devices"),
+    "smartctl_drivedb": ("smartctl", "drivedb"),
+    "smartctl_standby_max_skips": ("smartctl", "standby_max_skips"),
+    "include_device_mapper": ("diskstats", "include_device_mapper"),
+    "include_loop": ("diskstats", "include_loop"),
+}
+
+
+def moved_keys(data: Dict) -> Dict:
+    """``data`` with each old top-level key (:data:`MOVED_KEYS`) put into its source's section,
+    and a warning for each. A value the section sets itself wins, and the warning says the old
+    one is ignored. The section must be a mapping for the move; otherwise validation reports
+    it as it would."""
+    if not any(key in data for key in MOVED_KEYS):
+        return data
+    out = dict(data)
+    for old, (section, key) in MOVED_KEYS.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        own = out.get(section)
+        if own is None:
+            own = {}
+        if not isinstance(own, dict):
+            out[old] = value  # leave it: "extra inputs are not permitted" names it
+            continue
+        if key in own:
+            log.warning("config: %s is deprecated and ignored: %s.%s is set (remove %s)", old, section, key, old)
+            continue
+        out[section] = dict(own, **{key: value})
+        log.warning("config: %s is deprecated; write it as %s: {%s: ...} (the old key is read until the "
+                    "next release)", old, section, key)
+    return out
+
+
 def _msg(text: str) -> str:
     # pydantic prefixes our own ValueError messages; they already say what is wrong
     return text[len("Value error, "):] if text.startswith("Value error, ") else text
@@ -332,10 +371,9 @@ RESTART_KEYS: Dict[str, str] = {
 
 # Settings the sources read when they are built: changing one builds every running source
 # again (agent/poller.py, Poller.reload). A source is also built again when its own settings
-# section or one of its tool paths changes. Every other key applies at the next cycle.
-SOURCE_KEYS = ("paths", "tool_timeout_seconds", "tool_kill_grace_seconds", "tool_max_output_bytes",
-               "smartctl_devices", "smartctl_drivedb", "smartctl_standby_max_skips",
-               "include_device_mapper", "include_loop")
+# section or one of its tool paths changes. Every other key applies at the next cycle; the
+# tools' timeout and output cap at the next tool call (the runner reads them at each call).
+SOURCE_KEYS = ("paths", "tool_kill_grace_seconds")
 
 
 def reload_plan(running: Config, loaded: Config):

@@ -21,11 +21,18 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from collectors.model import CACHE_DISABLED, CACHE_ENABLED, CACHE_UNKNOWN, WriteCacheState
+from collectors.model import (
+    CACHE_DISABLED,
+    CACHE_ENABLED,
+    CACHE_SOURCE_SYSFS_QUEUE,
+    CACHE_SOURCES_DRIVE,
+    CACHE_UNKNOWN,
+    WriteCacheState,
+)
 
-# The kernel's view, and the sources that report the drive's own cache setting.
-_KERNEL_SOURCE = "sysfs_queue"
-_DRIVE_SOURCES = ("hdparm", "nvme_feature", "smartctl", "scsi_cache_type")
+# The kernel's view, and the answers that report the drive's own cache setting.
+_KERNEL_SOURCE = CACHE_SOURCE_SYSFS_QUEUE
+_DRIVE_SOURCES = CACHE_SOURCES_DRIVE
 
 
 @dataclass(frozen=True)

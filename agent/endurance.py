@@ -14,7 +14,8 @@ more often than the marketing name, so each entry matches both where they differ
 
 Every row cites its source (``cite``): a vendor product specification, with its order number
 or revision where it has one, the phrase that states the rating and the address it was read
-at; or the seed document where the figure is the author's. A row no such document supports is
+at; or, where no specification states it, the published post that does, with its author,
+date, the phrase and its address. A row no such document supports is
 not in the table: an unsupported rating must not drive a wear-out date, so a drive without a
 cited row gets no rated projection (the trend and the drive's own life figure still apply)
 until the user adds its rating with ``overrides``. Models whose rating depends on a variant we
@@ -88,27 +89,34 @@ _TABLE: Tuple[_Rating, ...] = (
                  "10 Drive Writes/day (JESD219 workload)' (2 TB x 10 x 365 x 5 y = 36.5 PB); later revisions "
                  "rate some capacities up to 17 (https://vdocuments.mx/intel-solid-state-drive-dc-p3700-series-"
                  "product-specification-reliability-specifications.html)"),
-    # Intel client drives from the source documents (seeds/003): the figures the author
-    # worked with, 25 nm MLC at ~5,000 P/E and 20 nm MLC at ~3,000 P/E.
+    # Intel client drives: the P/E ratings Aaron Toponce works with in "ZFS Administration, Part
+    # III" (25 nm MLC at ~5,000 P/E, 20 nm MLC at ~3,000 P/E), which a PostgreSQL ZFS/pgbench
+    # post by digoal quotes (https://github.com/digoal/blog/blob/master/201405/20140516_01.md).
     # Part numbers as smartctl prints them: the 320 is SSDSA2CW/SSDSA2BW ..G3; the 335 is
     # SSDSC2CT..A4, the 330 its SSDSC2CT..A3 sibling (smartmontools drivedb.h, entry "Intel
     # 330/335 Series SSDs": "INTEL SSDSC2CT(060|120|180|240)A[34]", "A4 = 335 Series").
     _Rating("Intel 320", r"Intel(?: SSD)? 320\b|SSDSA2[CB]W\d{3}G3", pe_cycles=5000,
-            cite="seeds/003 (ZFS log device post): Intel 320 300 GB, 25 nm MLC, ~5,000 P/E, '1500 TB'"),
+            cite="Aaron Toponce, 'ZFS Administration, Part III - The ZFS Intent Log' (post, 2012-12-06), "
+                 "SLOG Life Expectancy: 'the Intel 320 is a 25 nanometer MLC 300 GB SSD, and is rated at roughly "
+                 "5000 P/E cycles' (https://pthree.org/2012/12/06/zfs-administration-part-iii-the-zfs-intent-log/)"),
     _Rating("Intel 335", r"Intel(?: SSD)? 335\b|SSDSC2CT\d{3}A4\b", pe_cycles=3000,
-            cite="seeds/003 (ZFS log device post): Intel 335 240 GB, 20 nm MLC, ~3,000 P/E, '720 TB'"),
+            cite="Aaron Toponce, 'ZFS Administration, Part III - The ZFS Intent Log' (post, 2012-12-06), "
+                 "SLOG Life Expectancy: 'the Intel 335 is a 20 nanometer MLC 240 GB SSD, and is rated at roughly "
+                 "3000 P/E cycles' (https://pthree.org/2012/12/06/zfs-administration-part-iii-the-zfs-intent-log/)"),
     # Samsung data-centre NVMe: MZQLB/MZ1LB = PM983.
     _Rating("Samsung PM983", r"PM983|MZQLB|MZ1LB", dwpd=1.3, years=3,
             cite="Samsung PM983 2.5\" NVMe PCIe SSD Specification (datasheet) Rev. 1.0, Jan. 2018: 'Component "
                  "Design Life 3 years', 'Endurance 3.84/1.92TB/960GB 1.3 DWPD' "
                  "(https://manualmachine.com/samsung/mzqlb3t8hals00007/8108877-user-manual)"),
-    # Shannon Direct-IO PCIe cards (seeds/000): the vendor rates them at capacity x 10,000.
+    # Shannon Direct-IO PCIe cards: the vendor rates them at capacity x 10,000, as a user of a
+    # 1.2 TB card who had the figure from the manufacturer published it.
     _Rating(
         "Shannon Direct-IO",
         r"shannon|Direct-IO",
         pe_cycles=10000,
-        note="vendor figure quoted in seeds/000: capacity x 10,000",
-        cite="seeds/000 (Shannon 1.2 TB card post, line 1008): the manufacturer's life figure, capacity x 10000",
+        note="the vendor's figure, capacity x 10,000, as published by a user of the card",
+        cite="digoal, 'shannon PCI-E SSD VS OCZ RevoDrive3 X2 PCI-E SSD on CentOS 6.5' (post, 2014-06-19): the "
+             "manufacturer's life figure '容量*10000' (capacity x 10000) (https://developer.aliyun.com/article/17226)",
     ),
 )
 

@@ -17,17 +17,15 @@ from collectors import registry
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
+    CACHE_SOURCE_HDPARM,
+    CACHE_SOURCE_NVME,
+    CACHE_SOURCE_SCSI_CACHE_TYPE,
+    CACHE_SOURCE_SMARTCTL,
+    CACHE_SOURCE_SYSFS_QUEUE,
     CACHE_UNKNOWN,
     CACHE_UNSUPPORTED,
     DriveReading,
     WriteCacheState,
-)
-from collectors.write_cache import (
-    SOURCE_HDPARM,
-    SOURCE_NVME,
-    SOURCE_SCSI_CACHE_TYPE,
-    SOURCE_SMARTCTL,
-    SOURCE_SYSFS_QUEUE,
 )
 
 # -- severities (the Nagios plugin order: a worse one has a higher rank) ----------------------
@@ -80,6 +78,28 @@ def wearout_severity(wearout_timestamp: Optional[float], now: float) -> Optional
     if days < WEAROUT_WARNING_DAYS:
         return WARNING
     return OK
+
+
+# -- watch: nothing alerts yet, but the replacement should be planned --------------------------
+#
+# The page and ``ssdfleet status`` call an OK drive "watch" when it is in the last fifth of its
+# life or its projected wear-out is within half a year: long enough ahead to budget and order a
+# replacement (no alert rule fires on either; the alerts start at 10% and 30 days).
+WATCH_LIFE_RATIO = 0.20
+WATCH_WEAROUT_DAYS = 180
+
+
+def watch_reasons(life_left_ratio: Optional[float], wearout_timestamp: Optional[float],
+                  now: float) -> List[str]:
+    """Why an otherwise OK drive is worth watching, in words; empty when it is not."""
+    reasons = []
+    if life_left_ratio is not None and LIFE_WARNING_RATIO <= life_left_ratio < WATCH_LIFE_RATIO:
+        reasons.append(f"life left {life_left_ratio:.0%}, below {WATCH_LIFE_RATIO:.0%}: plan its replacement")
+    if wearout_timestamp is not None:
+        days = (wearout_timestamp - now) / DAY_SECONDS
+        if WEAROUT_WARNING_DAYS <= days < WATCH_WEAROUT_DAYS:
+            reasons.append(f"projected wear-out in {days:.0f} days, within {WATCH_WEAROUT_DAYS}")
+    return reasons
 
 
 # -- spare (SSDSpareBelowThreshold) -----------------------------------------------------------
@@ -144,10 +164,12 @@ def temperature_severity(sensor: str, celsius: float, limit_celsius: Optional[fl
 
 # -- freshness (SSDFleetDataStale) ------------------------------------------------------------
 
-# The collectors whose answer is a health reading, as the registry lists them: every source that
-# does not only annotate drives others found (diskstats, write cache, holders say nothing about
-# wear or errors). smartctl, shannon, fusionio, plugin ...
-HEALTH_SOURCES = tuple(spec.name for spec in registry.SOURCES if spec.annotates is None)
+# The collectors whose answer is a health reading: the sources whose spec declares the health
+# role (collectors/source.py). A supplement (a vendor log adding NAND figures), a host-wide
+# probe or an annotation (write cache, diskstats, holders) says nothing about whether the
+# drive's wear and error figures are current: counting one would let an hour-old SMART
+# reading pass as fresh while smartctl fails (issue 27).
+HEALTH_SOURCES = registry.HEALTH_SOURCES
 # Four SMART poll intervals of 300 s. A drive in standby is not woken for a poll (by design),
 # so its data ages without anything being wrong.
 STALE_WARNING_SECONDS = 1200.0
@@ -206,11 +228,11 @@ def critical_warning_bits(value: Optional[int]) -> List[str]:
 # ranks above queue/write_cache because it is the drive's mode page as sd read it, whereas
 # queue/write_cache can be overridden by hand and, for NVMe, only says a cache exists.
 WRITE_CACHE_SOURCE_PRIORITY: Tuple[str, ...] = (
-    SOURCE_HDPARM,
-    SOURCE_NVME,
-    SOURCE_SMARTCTL,
-    SOURCE_SCSI_CACHE_TYPE,
-    SOURCE_SYSFS_QUEUE,
+    CACHE_SOURCE_HDPARM,
+    CACHE_SOURCE_NVME,
+    CACHE_SOURCE_SMARTCTL,
+    CACHE_SOURCE_SCSI_CACHE_TYPE,
+    CACHE_SOURCE_SYSFS_QUEUE,
 )
 
 

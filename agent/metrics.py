@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
 from prometheus_client.registry import Collector
 
-from agent import __version__, durability, health, syncwrite
+from agent import __version__, durability, health, host_views
 from agent.text import printable
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, EVIDENCE_FIELDS, AgentStatus, Drive, Snapshot
 
@@ -93,6 +93,12 @@ class Exposition:
             self.renders_total += 1
 
     def render(self) -> bytes:
+        static, ages = self.render_parts()
+        return static + ages
+
+    def render_parts(self) -> Tuple[bytes, bytes]:
+        """The cached text (one object shared by every scrape of a snapshot, so a response
+        may send it without a copy of its own) and the data ages of this scrape."""
         snap = self._get()
         self.prepare(snap)
         with self._lock:
@@ -100,7 +106,7 @@ class Exposition:
         now = self._clock()
         lines = [_AGE_HEADER] if ages else []
         lines.extend(f"ssd_data_age_seconds{{{labels}}} {max(0.0, now - t)!r}\n" for labels, t in ages)
-        return static + "".join(lines).encode()
+        return static, "".join(lines).encode()
 
 
 _AGE_HELP = "Age of the drive's health data at scrape time (values are cached)."
@@ -334,7 +340,7 @@ def agent_families(snap: Snapshot) -> List:
     build = GaugeMetricFamily("ssd_exporter_build_info", "ssdfleet version.", labels=["version", "python"])
     build.add_metric([__version__, platform.python_version()], 1.0)
     out = [success, duration, errors, last_run, stuck, drives, build]
-    out.extend(syncwrite.families(snap.syncwrite, snap.drives))  # the opt-in sync-write probe (issue 15)
+    out.extend(host_views.families(snap))  # host sources' own families (the sync-write probe, controllers)
     if snap.agent is not None:
         out.extend(process_families(snap.agent))
     if history is not None:

@@ -48,10 +48,6 @@ from agent.history_file import StateLock
 from agent.text import printable
 from collectors import blockdev, registry
 from collectors.model import (
-    KIND_ATA,
-    KIND_NVME,
-    KIND_SCSI,
-    KIND_SHANNON,
     AgentStatus,
     CollectorStatus,
     Drive,
@@ -60,8 +56,19 @@ from collectors.model import (
     Snapshot,
     supplement,
 )
-from collectors.runner import LEFTOVERS, REAPER, ToolResult, run_tool
-from collectors.source import Report, Source, SourceContext, SourceSpec
+from collectors.runner import LEFTOVERS, REAPER, Bounds, ToolResult, bounded, run_tool
+from collectors.source import (
+    ANNOTATE,
+    HEALTH,
+    HOST,
+    READING_ROLES,
+    ROLES,
+    Report,
+    Source,
+    SourceContext,
+    SourceSpec,
+    Target,
+)
 
 log = logging.getLogger("ssdfleet.poller")
 
@@ -126,16 +133,9 @@ class Poller:
             from agent.privhelper import HelperRunner
 
             runner = HelperRunner(config.probe_helper_socket)
-        self._run: Runner = runner or functools.partial(
-            run_tool,
-            timeout=config.tool_timeout_seconds,
-            grace=config.tool_kill_grace_seconds,
-            max_output=config.tool_max_output_bytes,
-        )
-        self._virtual_included = tuple(
-            prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
-            if wanted
-        )
+        # The one place a tool call's bounds are set: the configuration's, read at each call
+        # (a reload applies to the next call), whatever a probe passes (collectors.runner.bounded).
+        self._run: Runner = bounded(runner or run_tool, self.bounds)
         self._state_lock: Optional[StateLock] = None
         self.history = history if history is not None else self._open_history()
 
@@ -190,12 +190,30 @@ class Poller:
             self.sources[name] = source
             self._first_pass[name] = threading.Event()
         self._sources = {name: _SourceState(name) for name in (DISCOVERY, HISTORY) + tuple(self.sources)}
+        self._inventory: Tuple[Target, ...] = ()  # the drives sources act on (inventory())
+
+    def bounds(self) -> Bounds:
+        """The bounds of every tool call, from the configuration."""
+        config = self.config
+        return Bounds(config.tool_timeout_seconds, config.tool_kill_grace_seconds, config.tool_max_output_bytes)
+
+    def targets(self) -> Tuple[Target, ...]:
+        """The scheduler's inventory of drives, as the last merge built it (see inventory())."""
+        return self._inventory
 
     @staticmethod
     def _wanted(config: Config) -> List[str]:
-        """The sources ``config`` runs: enabled, and active with their settings."""
-        return [spec.name for spec in registry.SOURCES if spec.name in config.collectors
-                and spec.active(getattr(config, spec.name, None) if spec.settings else None)]
+        """The sources ``config`` runs: enabled, and active with their settings; health sources
+        first, then supplements, annotations and host sources (``ssdfleet collect`` runs them
+        once in that order, so each finds the inventory the health sources built)."""
+        wanted = [spec for spec in registry.SOURCES if spec.name in config.collectors
+                  and spec.active(_settings(config, spec))]
+        return [spec.name for spec in sorted(wanted, key=lambda spec: ROLES.index(spec.role))]
+
+    def _virtual_devices(self) -> Tuple[str, ...]:
+        """Virtual block-device prefixes (dm-, loop) the running sources want as drives."""
+        wanted = (p for spec in self.specs.values() for p in spec.virtual_devices(_settings(self.config, spec)))
+        return tuple(dict.fromkeys(wanted))
 
     def _build_sources(self, config: Config, names: Sequence[str]) -> Dict[str, Tuple[SourceSpec, Source]]:
         """Build the sources ``names`` for ``config`` (nothing runs yet)."""
@@ -203,13 +221,12 @@ class Poller:
         built: Dict[str, Tuple[SourceSpec, Source]] = {}
         for name in names:
             spec = registry.BY_NAME[name]
-            settings = getattr(config, spec.name, None) if spec.settings else None
             ctx = SourceContext(
-                config=config, settings=settings, tool_paths=tool_paths, run=self._run_watched,
+                config=config, settings=_settings(config, spec), tool_paths=tool_paths, run=self._run_watched,
                 probe=self._probe, submit=self._executor.submit, stopping=self._stop, clock=self.clock,
                 record=self._record, changed=self._rebuild, gone=self._discover_soon.set,
-                snapshot=self.snapshot, block_devices=lambda: self._block,
-                quarantined=lambda device: device in self._stuck,
+                targets=self.targets, block_devices=lambda: self._block,
+                quarantined=lambda device: device in self._stuck, bounds=self.bounds,
             )
             built[name] = (spec, spec.build(ctx))
         return built
@@ -257,7 +274,7 @@ class Poller:
         return float(own) if own is not None else float(getattr(self.config.intervals, name))
 
     def poll_once(self) -> Snapshot:
-        """Run every source once, in dependency order (used by ``ssdfleet collect``)."""
+        """Run every source once, health sources first (used by ``ssdfleet collect``)."""
         self._guarded(DISCOVERY, self.run_discovery)
         for name in self.sources:
             self._guarded(name, functools.partial(self.run, name))
@@ -334,12 +351,8 @@ class Poller:
         # Discovery also wakes early when a probe found its drive gone (stop() sets it too).
         discovery = name == DISCOVERY
         if not discovery:
-            for other in self.specs[name].waits_for:
-                # e.g. the write cache needs the drive kinds SMART tells; wait for its first
-                # pass, but not for a pass that hangs.
-                if other in self._first_pass:
-                    self._first_pass[other].wait(
-                        self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds + 5)
+            if self.specs[name].reads_targets:
+                self._wait_for_inventory()
             fn = functools.partial(self.run, name, source=source)
         else:
             fn = self.run_discovery
@@ -363,6 +376,16 @@ class Poller:
         finally:
             if source is not None and self.sources.get(name) is not source:
                 source.close()  # replaced or removed by a reload: this thread was its last user
+
+    def _wait_for_inventory(self) -> None:
+        """Wait for the first pass of every health source: until then the inventory lacks the
+        drives they read and their kinds (the write cache asks hdparm only of an ATA drive).
+        Bounded: one tool call and its kill grace, and a little slack, so a health source that
+        hangs does not hold the others back."""
+        deadline = time.monotonic() + self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds + 5
+        for other, spec in list(self.specs.items()):
+            if spec.role == HEALTH and other in self._first_pass:
+                self._first_pass[other].wait(max(0.0, deadline - time.monotonic()))
 
     def _interval_of(self, name: str) -> float:
         return float(self.config.intervals.discovery) if name == DISCOVERY else self.interval(name)
@@ -485,15 +508,7 @@ class Poller:
 
     def _apply_config(self, config: Config) -> None:
         """What the poller itself derives from the configuration."""
-        self.config = config
-        if isinstance(self._run, functools.partial) and self._run.func is run_tool:
-            self._run = functools.partial(run_tool, timeout=config.tool_timeout_seconds,
-                                          grace=config.tool_kill_grace_seconds,
-                                          max_output=config.tool_max_output_bytes)
-        self._virtual_included = tuple(
-            prefix for prefix, wanted in (("dm-", config.include_device_mapper), ("loop", config.include_loop))
-            if wanted
-        )
+        self.config = config  # the tools' bounds follow at the next call (bounds())
         self._busy_wait_seconds = config.tool_timeout_seconds + config.tool_kill_grace_seconds + 1.0
         self._rated_rules = [r.model_dump() for r in config.endurance]
         self._projections.clear()  # rated endurance rules may have changed
@@ -625,7 +640,7 @@ class Poller:
     def run_discovery(self, _budget: Optional[float] = None) -> None:
         """Read the kernel's block devices, then let each source find its own drives."""
         started = time.monotonic()
-        block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs, include=self._virtual_included)}
+        block = {b.name: b for b in blockdev.read_block_devices(self.config.paths.sysfs, include=self._virtual_devices())}
         with self._lock:
             self._block = block
         errors: List[str] = []
@@ -717,9 +732,11 @@ class Poller:
                        for name, source in list(self.sources.items())}
             with self._lock:
                 block = dict(self._block)
-            merged = merge_drives(
-                [(self.specs[n].priority, n, reports[n]) for n in reports], block,
-                self.config.include_block_devices)
+            roles = {n: self.specs[n].role for n in reports}
+            readers = [(self.specs[n].priority, n, reports[n]) for n in reports if roles[n] in READING_ROLES]
+            merged = merge_drives(readers, block, self.config.include_block_devices)
+            self._inventory = inventory([r for r in readers if roles[r[1]] == HEALTH], block,
+                                        self.config.include_block_devices)
             readings = [(d.reading, d.polls) for d in merged]
             with self._lock:
                 self._identities = merged_identities(merged)
@@ -740,7 +757,7 @@ class Poller:
             for report in reports.values():
                 for key, note in report.notes.items():
                     problems.setdefault(key, note)
-            host = reports["syncwrite"].host if "syncwrite" in reports else None
+            host = {n: r.host for n, r in reports.items() if roles[n] == HOST and r.host is not None}
             self._snapshot = Snapshot(
                 drives=tuple(drives),
                 collectors=collectors,
@@ -754,7 +771,7 @@ class Poller:
                 history_clock_anomalies=tuple(sorted(self.history.clock_anomalies().items())),
                 history_retention_held=self.history.retention_held(),
                 history_file_lost=tuple(sorted(self.history.file_losses().items())),
-                syncwrite=host or (),
+                host=host,  # a new dict per snapshot, never changed after
                 agent=self._agent_status() if self._started else None,
             )
         self._published.set()
@@ -789,7 +806,7 @@ class Poller:
         read_at = tuple(sorted(polls.items()))
         polls = dict(polls)
         for name, report in reports.items():
-            field = self.specs[name].annotates
+            field = self.specs[name].annotates if self.specs[name].role == ANNOTATE else None
             if field is None or label not in report.per_drive:
                 continue
             value, when = report.per_drive[label]
@@ -826,6 +843,40 @@ class Poller:
             return reading
         sources = dict(reading.sources, temperature_limit_celsius="config")
         return reading.replace(temperatures=tuple(temps), sources=sources)
+
+
+def _settings(config: Config, spec: SourceSpec) -> Any:
+    """The source's own config section (None for a source without settings)."""
+    return getattr(config, spec.name, None) if spec.settings else None
+
+
+def inventory(
+    health: Sequence[Tuple[int, str, Report]],
+    block: Mapping[str, blockdev.BlockDevice],
+    include_block_devices: bool,
+) -> Tuple[Target, ...]:
+    """The drives sources act on (a supplement, the write cache), pure: the merge of the
+    health sources' readings and the kernel's block devices (:func:`merge_drives`), each as a
+    :class:`~collectors.source.Target`. Supplements and annotations do not feed it, so a source
+    never acts on another's figures, only on the drives and identities the health sources
+    established. ``queue_devices``: the block devices discovery listed for the drive (its own
+    name, or the namespaces of an NVMe controller)."""
+    out: List[Target] = []
+    for drive in merge_drives(health, block, include_block_devices):
+        r = drive.reading
+        name = r.block_device or os.path.basename(r.device)
+        if r.block_device is None:
+            queues: Tuple[str, ...] = ()  # read through a controller: no kernel device of its own
+        elif name in block:
+            queues = (name,)
+        else:
+            queues = tuple(n for n in sorted(block) if block[n].drive_name == name)
+        out.append(Target(
+            identity=r.identity, kind=r.kind, name=name, device=r.device, block_device=r.block_device,
+            queue_devices=queues, device_type=r.device_type, serial=r.serial, wwn=r.wwn, model=r.model,
+            power_state=r.power_state, host_written_bytes=r.host_written_bytes,
+            capacity_bytes=r.capacity_bytes, power_on_seconds=r.power_on_seconds))
+    return tuple(out)
 
 
 def _source_changed(old: Config, new: Config, name: str) -> bool:
@@ -881,7 +932,7 @@ def merge_drives(
         for name, b in sorted(block.items()):
             if b.drive_name in covered or name in covered:
                 continue
-            reading = _reading_from_block(b)
+            reading = blockdev.reading_of(b)
             if _same_drive(drives, reading, "") is None:
                 drives.append(_Merged(reading, {}, [("", reading)]))
             covered.add(b.drive_name)
@@ -987,21 +1038,3 @@ def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:
         wa = reading.write_amplification
         return nand / wa if wa and wa >= 1.0 else nand
     return None
-
-
-def _reading_from_block(b: blockdev.BlockDevice) -> DriveReading:
-    kind = {"nvme": KIND_NVME, "shannon": KIND_SHANNON, "scsi": KIND_SCSI}.get(b.transport or "", "block")
-    if kind == KIND_SCSI and b.model is None:
-        kind = KIND_ATA
-    return DriveReading(
-        kind=kind,
-        device=f"/dev/{b.drive_name}",
-        block_device=b.drive_name,
-        serial=b.serial,
-        wwn=b.wwid,
-        model=b.model,
-        firmware=b.firmware,
-        capacity_bytes=b.size_bytes,
-        is_ssd=None if b.rotational is None else not b.rotational,
-        sources={"identity": "sysfs"},
-    )

@@ -30,7 +30,6 @@ import json
 import logging
 import math
 import os
-import re
 import signal
 import socket
 import stat
@@ -42,8 +41,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from agent.config import Config
 from collectors import registry
 from collectors.runner import DEFAULT_GRACE, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, REAPER, ToolResult, run_tool
-from collectors.smartctl import passthrough
-from collectors.source import Command, HelperChecks, Refused
+from collectors.source import Command, DeviceFamily, HelperChecks, Refused, SourceSpec
 
 log = logging.getLogger("ssdfleet.privhelper")
 
@@ -57,27 +55,10 @@ MAX_ARG_CHARS = 256
 MAX_DEVICE_CHARS = 64
 SOCKET_MODE = 0o660
 
-# Device nodes the helper will name to a tool, relative to /dev. Kernel names only: letters,
-# digits and one slash for the two-level names; nothing a shell or an option parser could read
-# as anything else.
-_DEVICE_PATTERNS: Dict[str, re.Pattern] = {
-    "sd": re.compile(r"sd[a-z]{1,4}"),  # SATA/SAS disks, and SATA behind USB bridges
-    "nvme_ctrl": re.compile(r"nvme\d{1,4}"),  # NVMe controller (char device)
-    "nvme_ns": re.compile(r"nvme\d{1,4}n\d{1,4}"),  # NVMe namespace (block device)
-    "sg": re.compile(r"sg\d{1,5}"),  # SCSI generic
-    "sct": re.compile(r"sct[a-z]{1,4}"),  # Shannon control device
-    "df": re.compile(r"df[a-z]{1,4}"),  # Shannon block device
-    "bus": re.compile(r"bus/\d{1,3}"),  # MegaRAID: smartctl's name for controller N
-    "cciss": re.compile(r"cciss/c\d{1,2}d\d{1,3}"),  # HP Smart Array (cciss driver)
-    "3ware": re.compile(r"tw[ael]\d{1,3}"),  # 3ware 9000/7000/9750 controllers
-}
-
-# smartctl -d values: collectors.smartctl.passthrough's table (plain types, RAID/HBA and bridge
-# pass-through with their arguments), each matched whole, so "sat,12,foo" or "megaraid,0 -x"
-# never pass.
-
-# The MegaRAID "/dev/bus/N" names are not nodes: smartctl talks to this ioctl node instead.
-_MEGARAID_NODE = "megaraid_sas_ioctl_node"
+# Device nodes the helper will name to a tool, relative to /dev: the families the sources
+# declare (SourceSpec.devices, their union in collectors.registry.DEVICE_FAMILIES), each a
+# kernel-name pattern matched whole. A source's rule may name only its own spec's families
+# (_SourceChecks). The -d values a rule accepts are its source's own check (smartctl's table).
 
 # Tools the helper runs: those of the registered sources that have helper rules, by the name
 # the helper knows them by (config key -> name).
@@ -110,7 +91,7 @@ class Validator(HelperChecks):
             self._by_name.setdefault(tool, tool)
         for key, path in self.paths.items():
             self._by_name.setdefault(os.path.basename(path), _HELPER_TOOLS[key])
-        self._rules = [spec.helper for spec in registry.SOURCES if spec.helper]
+        self._rules = [(spec.helper, _SourceChecks(self, spec)) for spec in registry.SOURCES if spec.helper]
 
     # -- pieces ---------------------------------------------------------------------------
 
@@ -121,7 +102,8 @@ class Validator(HelperChecks):
             raise Refused(f"unknown tool {name!r}; allowed: {', '.join(TOOL_NAMES)}")
         return tool
 
-    def device(self, requested: str, families: Sequence[str], dev_type: Optional[str] = None) -> Tuple[str, str]:
+    def device(self, requested: str, families: Sequence[DeviceFamily],
+               dev_type: Optional[str] = None) -> Tuple[str, str]:
         """Check a device argument; return (prefix, kernel name) where ``prefix + name`` is
         exactly what was requested. The node must exist under the configured dev root as a
         block or character device (symlinks are followed: /dev is root's, and a test points
@@ -136,14 +118,14 @@ class Validator(HelperChecks):
         if prefix is None:
             raise Refused(f"device {requested!r} is not under /dev")
         name = requested[len(prefix):]
-        family = next((f for f in families if _DEVICE_PATTERNS[f].fullmatch(name)), None)
+        family = next((f for f in families if f.matches(name)), None)
         if family is None:
             raise Refused(f"device {requested!r} is not an allowed device name for this command")
-        node = name
-        if family == "bus":
-            if not dev_type or "megaraid" not in dev_type:
-                raise Refused(f"{requested} is only valid with -d megaraid,N")
-            node = _MEGARAID_NODE
+        if registry.DEVICE_FAMILIES.get(family.name) != family:
+            raise Refused(f"internal error: device family {family.name!r} is not one the sources declare")
+        if family.with_type and (not dev_type or family.with_type not in dev_type):
+            raise Refused(f"{requested} is only valid with -d {family.with_type},N")
+        node = family.node or name
         path = os.path.join(self.dev_root, node)
         try:
             st = os.stat(path)
@@ -152,12 +134,6 @@ class Validator(HelperChecks):
         if not (stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode)):
             raise Refused(f"{path} is not a block or character device")
         return prefix, name
-
-    @staticmethod
-    def dev_type(requested: str) -> str:
-        if not passthrough.is_valid(requested):
-            raise Refused(f"device type {requested!r} is not allowed")
-        return requested
 
     # -- whole requests -------------------------------------------------------------------
 
@@ -168,11 +144,31 @@ class Validator(HelperChecks):
             raise Refused("argv too long")
         tool = self.tool_for(argv[0])
         args = argv[1:]
-        for rule in self._rules:
-            command = rule(self, tool, args)
+        for rule, checks in self._rules:
+            command = rule(checks, tool, args)
             if command is not None:
                 return command
         raise Refused(f"no source runs {tool} {' '.join(args)!r}")
+
+
+class _SourceChecks(HelperChecks):
+    """The helper's checks as one source's rule sees them: device names only from the families
+    its spec declares (a rule naming another is our bug, refused rather than run)."""
+
+    def __init__(self, validator: Validator, spec: SourceSpec) -> None:
+        self._validator = validator
+        self._source = spec.name
+        self._families = {family.name for family in spec.devices}
+        self.paths = validator.paths
+        self.sysfs = validator.sysfs
+
+    def device(self, requested: str, families: Sequence[DeviceFamily],
+               dev_type: Optional[str] = None) -> Tuple[str, str]:
+        undeclared = [f.name for f in families if f.name not in self._families]
+        if undeclared:
+            raise Refused(f"internal error: source {self._source} names device families it does not declare: "
+                          f"{', '.join(undeclared)}")
+        return self._validator.device(requested, families, dev_type)
 
 
 # --------------------------------------------------------------------------- wire format

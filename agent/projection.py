@@ -7,11 +7,14 @@ yet, no writes, missing inputs, or life already at 0 (the drive is worn out *now
 ``ssd_life_left_ratio`` metric says so more plainly than a timestamp could).
 
 1. observed: bytes written per 1% of life used so far, times the percent left, over the recent
-   write rate. The source documents reason this way (seeds/004: 270 TB took 79% of a 120 GB
-   drive's life, so 21% is worth ~71.8 TB more).
+   write rate. Published endurance tests reason this way (StorageReview, "SSD Performance
+   Review - 270TB Written", https://storagereview.com/review/ssd-performance-review-270tb-written:
+   270 TB took 79% of a 120 GB drive's life, so 21% is worth ~71.8 TB more).
 2. rated: the vendor's endurance (TBW, or capacity x P/E cycles of NAND) minus what has been
-   written, over the recent write rate (seeds/000: 1.2 TB x 10,000 lasts ~200 days at the
-   test's rate; seeds/003: 300 GB x 5,000 P/E at 3 MB/s lasts ~15 years).
+   written, over the recent write rate (https://developer.aliyun.com/article/17226: 1.2 TB x
+   10,000 lasts ~200 days at that test's rate; Aaron Toponce, "ZFS Administration, Part III",
+   https://pthree.org/2012/12/06/zfs-administration-part-iii-the-zfs-intent-log/: 300 GB x
+   5,000 P/E at 3 MB/s lasts ~15 years).
 3. trend: the least-squares slope of life left over the agent's own history, extrapolated to
    0 as Prometheus' ``predict_linear`` does.
 

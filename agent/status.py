@@ -2,10 +2,26 @@
 
 It asks the running agent's ``/api/v1/drives`` when one answers, so it shows the same data
 Prometheus and the ``/`` page see (with history-based projections and the drive's history);
-otherwise it polls once by itself and says so. The exit code follows the Nagios plugin
-convention (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN when no drive's health could be read) so
-it can run from cron or an existing monitoring system. A drive without health data is a
-warning (its health is unknown), so a host where most drives cannot be read is never "OK".
+otherwise it polls once by itself and says so. ``--simulate`` shows the demo host
+(simulator/demo.py) with its seeded history.
+
+Exit codes, the Nagios plugin convention (README.md, "Commands"), so it can run from cron or an
+existing monitoring system:
+
+* 0 OK: every drive was read and none is flagged (a drive to "watch" is OK: nothing alerts yet);
+* 1 WARNING: a drive has a warning, or a drive could not be read while others could (its
+  health is unknown, so the host is not "OK");
+* 2 CRITICAL: a drive has a critical flag;
+* 3 UNKNOWN: the health of no drive could be established (no drives found, or none could be
+  read), the agent answered but not with the drives (401, a TLS failure, an error), ``--drive``
+  named no drive, or the command could not run as asked (an unreadable credentials file).
+
+Credentials for an agent behind basic auth and TLS (its ``--web-config``) never go on the
+command line, where ``ps`` shows them: ``--basic-auth-file`` (one line, ``user:password``),
+``--client-config`` (the fields of a Prometheus scrape config: ``basic_auth`` and
+``tls_config``), ``--ca-file`` for an agent with a self-signed certificate, or the
+environment (``SSDFLEET_BASIC_AUTH=user:password``). ``--url https://user:password@host:port``
+works too, for a quick look.
 
 Everything here works on the JSON form of :class:`agent.views.DriveView` (a dict), whether
 it came over HTTP or from a local poll, so both paths print the same thing.
@@ -19,43 +35,53 @@ no limit: a log, a cron mail or ``grep`` gets every column (``COLUMNS=80 ssdflee
 
 from __future__ import annotations
 
+import argparse
 import base64
 import dataclasses
+import http.client
 import json
 import os
 import re
+import socket
+import ssl
 import sys
 import textwrap
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from agent import health, syncwrite
+import yaml
+
+from agent import health, host_views
 from agent.config import DEFAULT_PORT
 from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.text import defang
 from agent.views import (
-    describe_input,
+    WATCH,
+    counted,
+    error_classes,
     flagged_first,
     human_bytes,
     human_duration,
+    input_rows,
     percent,
     series_change,
     since_text,
     utc_date,
     utc_time,
 )
-from collectors.holders import holds_text
+from collectors.model import holds_text
 
 UNKNOWN = "unknown"
 UNKNOWN_EXIT = 3
 DAY = 86400.0
-# "user:password" for an agent behind basic auth (web config); the environment rather than a
-# flag so the password does not show in `ps`.
+# "user:password" for an agent behind basic auth (web config); the environment or a file
+# (--basic-auth-file, --client-config) rather than a flag, so the password does not show in `ps`.
 AUTH_ENV = "SSDFLEET_BASIC_AUTH"
 
-_SGR = {OK: "32", WARNING: "33", CRITICAL: "1;31", UNKNOWN: "35", "bold": "1", "dim": "2"}
+_SGR = {OK: "32", WARNING: "33", CRITICAL: "1;31", UNKNOWN: "35", WATCH: "36", "bold": "1", "dim": "2"}
 _EXIT = {OK: 0, WARNING: 1, CRITICAL: 2, UNKNOWN: UNKNOWN_EXIT}
 
 Cell = Tuple[str, Optional[str]]  # text and an _SGR style name (None: plain)
@@ -140,7 +166,7 @@ def _c_wearout(v: Any) -> Cell:
     ts = _get(v, "wearout_timestamp")
     if ts is None:
         return "-", None
-    return f"{utc_date(ts)} {_get(v, 'wearout_method')}", _wearout_style(v)
+    return f"{utc_date(ts)} {_get(v, 'wearout_method_label') or _get(v, 'wearout_method')}", _wearout_style(v)
 
 
 def _c_wearout_compact(v: Any) -> Cell:
@@ -202,23 +228,56 @@ def _c_temp_compact(v: Any) -> Cell:
 
 
 def _c_bad(v: Any) -> Cell:
+    """Bad blocks (the ratio and the blocks the drive retired), media errors and cable errors,
+    each counted apart: a cable CRC error is not a bad block."""
     parts, style = [], None
     ratio = _get(v, "bad_block_ratio")
     if ratio is not None:
         parts.append(percent(ratio, 3))
-    defects = sum((_get(v, "defects") or {}).values())
-    if defects:
-        parts.append(f"{defects} defects")
+    classes = error_classes(v)
+    grown = sum(n for words, n in classes.get("reallocations", []) if words != "factory bad blocks")
+    if grown:
+        parts.append(f"{grown} realloc")
         style = WARNING
-    media = _get(v, "media_errors")
+    media = sum(n for _, n in classes.get("media", []))
     if media:
         parts.append(f"{media} media err")
         style = WARNING
+    link = sum(n for _, n in classes.get("link", []))
+    if link:
+        parts.append(f"{link} cable err")
     change = series_change(_get(v, "history") or [], "bad_block_ratio")
     if change is not None and change["change"] > 0:
         parts.append("rising")
         style = WARNING
     return (" ".join(parts) or "-"), style
+
+
+def latency_text(v: Any) -> str:
+    """The drive's sync-write latency in words: the sync-write probe's burst when it runs on
+    this drive, else the mean write and cache-flush time from /proc/diskstats over the last
+    minutes; "" when neither is known yet."""
+    probe = _get(v, "syncwrite")
+    if probe and probe.get("latency_median_seconds") is not None:
+        p99 = probe.get("latency_p99_seconds")
+        return (f"{probe['method']} of 8 kB in {probe['directory']}: median {_ms(probe['latency_median_seconds'])}"
+                + (f", p99 {_ms(p99)}" if p99 is not None else ""))
+    write, flush = _get(v, "write_latency_seconds"), _get(v, "flush_latency_seconds")
+    parts = []
+    if write is not None:
+        parts.append(f"{_ms(write)} per write")
+    if flush is not None:
+        parts.append(f"{_ms(flush)} per flush")
+    if not parts:
+        return ""
+    window = _get(v, "latency_window_seconds")
+    return ", ".join(parts) + (f" (mean over the last {human_duration(window)})" if window else "")
+
+
+def _ms(seconds: float) -> str:
+    """0.068 ms, 1.9 ms, 12 ms: two significant figures, in milliseconds."""
+    ms = seconds * 1000.0
+    return f"{ms:.2g} ms" if ms < 10 else f"{ms:.0f} ms"
 
 
 def _c_written(v: Any) -> Cell:
@@ -243,6 +302,10 @@ def _c_health(v: Any) -> Cell:
     if not has_health_data(v):
         return "UNKNOWN: no health data", UNKNOWN
     if not flags:
+        watch = _get(v, "watch") or []
+        if watch:
+            more = f" (+{len(watch) - 1})" if len(watch) > 1 else ""
+            return f"OK, WATCH: {watch[0]}{more}", WATCH
         return sev.upper(), sev
     more = f" (+{len(flags) - 1})" if len(flags) > 1 else ""
     return f"{sev.upper()}: {flags[0][1]}{more}", sev
@@ -273,7 +336,7 @@ COLUMNS: Tuple[Column, ...] = (
     Column("WEAR-OUT", _c_wearout, _c_wearout_compact),
     Column("CACHE", _c_cache, _c_cache_compact),
     Column("TEMP", _c_temp, _c_temp_compact),
-    Column("BAD-BLOCKS", _c_bad),
+    Column("ERRORS", _c_bad),
     Column("WRITTEN", _c_written),
     Column("WRITES/DAY", _c_writes),
     Column("AGE", _c_age),
@@ -296,7 +359,7 @@ NARROWING: Tuple[Tuple[str, str], ...] = (
     ("MODEL", "drop"),
     ("WRITES/DAY", "drop"),
     ("TEMP", "drop"),
-    ("BAD-BLOCKS", "drop"),
+    ("ERRORS", "drop"),
     ("CACHE", "drop"),
 )
 
@@ -411,14 +474,15 @@ def format_reasons(views: List[Any], color: bool = False, width: Optional[int] =
     return ("why flagged:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
-def format_syncwrite(items: List[Dict[str, Any]], width: Optional[int] = None) -> str:
-    """The sync-write probe's latest burst per directory (issue 15), under a heading; "" when
-    the probe is off."""
-    if not items:
-        return ""
-    lines = ["sync-write probe (8 kB write + sync, latest burst):"]
-    lines += [folded for text in syncwrite.status_lines(items) for folded in _wrap(f"  {text}", width, 4)]
-    return "\n".join(lines) + "\n"
+def format_host(data: Dict[str, Any], width: Optional[int] = None) -> str:
+    """Each host source's block (the sync-write probe's latest burst per directory, a RAID
+    controller's volumes...), under its heading, as its own view words it; "" when none has
+    anything to say."""
+    out = []
+    for heading, texts in host_views.status_blocks(data):
+        out.append(heading)
+        out += [folded for text in texts for folded in _wrap(f"  {text}", width, 4)]
+    return "\n".join(out) + "\n" if out else ""
 
 
 def format_holds(views: List[Any], width: Optional[int] = None) -> str:
@@ -449,20 +513,21 @@ def _verdict(ts: Optional[float], now: float) -> str:
 
 
 def projection_lines(v: Dict[str, Any], now: float) -> List[Tuple[str, str, List[Tuple[str, str]]]]:
-    """Every wear-out method as ``(mark, "method  verdict: note", [(input, value), ...])``,
-    in order of preference; ``mark`` is "*" for the method whose date the drive shows. The
-    inputs are the API's names (so they can be found in /api/v1/drives) in the order the
-    method used them, and the bytes it found still to go."""
+    """Every wear-out method as ``(mark, "method  verdict: note", [(what, value), ...])``,
+    in order of preference; ``mark`` is "*" for the method whose date the drive shows. Methods
+    and inputs are in words (views.method_label, views.input_rows), in the order the method
+    used them, ending with the host writes it found still to go; /api/v1/drives has the same
+    figures under their keys."""
     out = []
     for p in v.get("projections") or []:
         chosen = p["method"] == v.get("wearout_method") and v.get("wearout_timestamp") is not None
-        note = f": {p['note']}" if p.get("note") else ""
-        inputs = [(name, describe_input(name, value)) for name, value in (p.get("inputs") or {}).items()
-                  if name != "now"]
-        if p.get("endurance_remaining_bytes") is not None:
-            inputs.append(("endurance_remaining", human_bytes(p["endurance_remaining_bytes"])))
-        out.append(("*" if chosen else " ", f"{p['method']:<9} {_verdict(p.get('wearout_timestamp'), now)}{note}",
-                    inputs))
+        # a method without a date says why; a dated one shows its sums below (the rating says
+        # where it is from)
+        shown = p.get("note") and (p.get("wearout_timestamp") is None or p["method"] == "rated")
+        note = f": {p['note']}" if shown else ""
+        label = p.get("label") or p["method"]
+        out.append(("*" if chosen else " ", f"{label}: {_verdict(p.get('wearout_timestamp'), now)}{note}",
+                    input_rows(p)))
     return out
 
 
@@ -492,6 +557,10 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
         folded = _wrap(f"  {label}   {reason}", width, 13)
         folded[0] = folded[0].replace(label, paint(label, fsev, color), 1)
         out.extend(folded)
+    for reason in v.get("watch") or []:
+        folded = _wrap(f"  {'WATCH'.ljust(8)}   {reason}", width, 13)
+        folded[0] = folded[0].replace("WATCH", paint("WATCH", WATCH, color), 1)
+        out.extend(folded)
     if v.get("holds"):
         line("holds", holds_text(v["holds"]))  # issue 15: what lives on the drive
     life = v.get("life_left_ratio")
@@ -503,7 +572,8 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
 
     ts = v.get("wearout_timestamp")
     if ts is not None:
-        line("wear-out", f"{_verdict(ts, now)} by the {v.get('wearout_method')} method (marked *)")
+        label = v.get("wearout_method_label") or v.get("wearout_method")
+        line("wear-out", f"{_verdict(ts, now)}, {label} (marked *)")
     elif v.get("projections"):
         line("wear-out", "no date: no method could project one yet (why, below)")
     else:
@@ -511,7 +581,7 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
     for mark, text, inputs in projection_lines(v, now):
         out.extend(_wrap(f"  {mark} {text}", width, 14))
         for name, value in inputs:
-            out.append(f"{'':<{INPUT_INDENT}}{name:<32} {value}")
+            out.append(f"{'':<{INPUT_INDENT}}{name + ':':<34}{value}")
         if not inputs:
             out.append(f"{'':<{INPUT_INDENT}}(no inputs)")
     rate = v.get("write_rate_bytes_per_second")
@@ -527,6 +597,9 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
     sources = ", ".join(f"{s['source']}: {s['state']}" for s in v.get("write_cache_sources") or [])
     line("write cache", f"{cache} (expected {v.get('write_cache_expected') or 'any'})"
          + (f"; {sources}" if sources else ""), cache, CRITICAL if _cache_mismatch(v) else None)
+    latency = latency_text(v)
+    if latency:
+        line("sync writes", latency)
     for t in v.get("temperatures") or []:
         extra = []
         if t.get("limit_celsius") is not None:
@@ -536,13 +609,14 @@ def format_drive(v: Dict[str, Any], color: bool = False, now: Optional[float] = 
         reading = f"{t['celsius']:.0f} C"
         line("temperature", f"{t['sensor']} {reading}" + (f" ({', '.join(extra)})" if extra else ""),
              reading, WARNING if _hot(t) else None)
-    bad = []
-    if v.get("bad_block_ratio") is not None:
-        bad.append(f"{percent(v['bad_block_ratio'], 3)} of blocks")
-    bad += [f"{k.replace('_', ' ')} {n}" for k, n in sorted((v.get("defects") or {}).items())]
-    if v.get("media_errors") is not None:
-        bad.append(f"{v['media_errors']} media errors")
+    classes = error_classes(v)
+    bad = [f"{percent(v['bad_block_ratio'], 3)} of blocks"] if v.get("bad_block_ratio") is not None else []
+    bad += [counted(n, words) for words, n in classes.get("reallocations", [])]
     line("bad blocks", ", ".join(bad) or "-")
+    line("media errors", ", ".join(counted(n, words) for words, n in classes.get("media", [])) or "-")
+    if classes.get("link"):
+        line("cable errors", ", ".join(counted(n, words) for words, n in classes["link"])
+             + " (the link to the drive, not the flash)")
     # Where each figure came from, or why the agent gives none (collectors/smartctl/ata.py).
     for index, row in enumerate(v.get("evidence") or []):
         text = (f"{row['label']} from {row['source']}" if row.get("state") == "given"
@@ -594,45 +668,234 @@ class AgentRefused(Exception):
     polling locally instead would hide that, so status says so and exits UNKNOWN."""
 
 
-def fetch(url: str, timeout: float = 2.0, auth: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], str]:
+class ClientConfigError(ValueError):
+    """The credentials or TLS settings given to ``status`` cannot be used (exit UNKNOWN)."""
+
+
+@dataclasses.dataclass
+class Client:
+    """How ``status`` talks to the agent: basic auth and the TLS settings of a Prometheus
+    scrape config (``tls_config``), which are what the agent's web config asks of a client."""
+
+    username: Optional[str] = None
+    password: Optional[str] = None
+    ca_file: Optional[str] = None
+    cert_file: Optional[str] = None
+    key_file: Optional[str] = None
+    server_name: Optional[str] = None
+    insecure_skip_verify: bool = False
+
+    def authorization(self) -> Optional[str]:
+        if self.username is None:
+            return None
+        pair = f"{self.username}:{self.password or ''}"
+        return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+
+    def ssl_context(self) -> ssl.SSLContext:
+        try:
+            context = ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ClientConfigError(f"TLS settings: CA file {self.ca_file}: {getattr(exc, 'strerror', None) or exc}") from None
+        if self.cert_file:
+            try:
+                context.load_cert_chain(self.cert_file, self.key_file)
+            except (OSError, ssl.SSLError) as exc:
+                raise ClientConfigError(f"TLS settings: client certificate {self.cert_file}: "
+                                        f"{getattr(exc, 'strerror', None) or exc}") from None
+        if self.insecure_skip_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+
+def add_client_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that reach an agent behind basic auth and TLS (its --web-config)."""
+    p.add_argument("--basic-auth-file", metavar="FILE",
+                   help="read USER:PASSWORD for the agent's basic auth from FILE (first line)")
+    p.add_argument("--client-config", metavar="FILE",
+                   help="YAML with basic_auth (username, password or password_file) and tls_config "
+                        "(ca_file, cert_file, key_file, server_name, insecure_skip_verify), as in a "
+                        "Prometheus scrape config")
+    p.add_argument("--ca-file", metavar="FILE", help="CA certificate(s) to verify an https agent with")
+
+
+def _read_secret(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClientConfigError(f"{what} {path}: {exc}") from None
+    return text.rstrip("\r\n")
+
+
+def _user_password(pair: str, where: str) -> Tuple[str, str]:
+    if ":" not in pair:
+        raise ClientConfigError(f"{where}: expected USER:PASSWORD")
+    user, password = pair.split(":", 1)
+    return user, password
+
+
+def _load_client_config(path: str) -> Client:
+    """A YAML file with the client half of a Prometheus scrape config: ``basic_auth``
+    (``username`` and ``password`` or ``password_file``) and ``tls_config`` (``ca_file``,
+    ``cert_file``, ``key_file``, ``server_name``, ``insecure_skip_verify``); relative paths are
+    read from the file's directory. Any other key is refused, so a typo is not ignored."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ClientConfigError(f"--client-config {path}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ClientConfigError(f"--client-config {path}: expected a mapping")
+    base = os.path.dirname(os.path.abspath(path))
+
+    def section(name: str, keys: Tuple[str, ...]) -> Dict[str, Any]:
+        value = doc.get(name) or {}
+        if not isinstance(value, dict):
+            raise ClientConfigError(f"--client-config {path}: {name} must be a mapping")
+        unknown = sorted(set(value) - set(keys))
+        if unknown:
+            raise ClientConfigError(f"--client-config {path}: unknown key {name}.{unknown[0]}")
+        return value
+
+    unknown = sorted(set(doc) - {"basic_auth", "tls_config"})
+    if unknown:
+        raise ClientConfigError(f"--client-config {path}: unknown key {unknown[0]}")
+    auth = section("basic_auth", ("username", "password", "password_file"))
+    tls = section("tls_config", ("ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify"))
+
+    def where(key: str) -> Optional[str]:
+        value = tls.get(key)
+        return None if value is None else os.path.join(base, str(value))
+
+    client = Client(ca_file=where("ca_file"), cert_file=where("cert_file"), key_file=where("key_file"),
+                    server_name=tls.get("server_name"), insecure_skip_verify=bool(tls.get("insecure_skip_verify")))
+    if auth:
+        if "password" in auth and "password_file" in auth:
+            raise ClientConfigError(f"--client-config {path}: basic_auth has both password and password_file")
+        client.username = str(auth.get("username") or "")
+        if "password_file" in auth:
+            client.password = _read_secret(os.path.join(base, str(auth["password_file"])), "password_file")
+        else:
+            client.password = str(auth.get("password") or "")
+    return client
+
+
+def client_from_args(args: Any, url: str, environ: Optional[Dict[str, str]] = None) -> Tuple[Client, str]:
+    """The client settings and the URL to ask (without any user:password it carried). The
+    credentials come from one place, checked in this order: the URL, --basic-auth-file,
+    --client-config, $SSDFLEET_BASIC_AUTH; two explicit ones are refused as ambiguous."""
+    environ = os.environ if environ is None else environ
+    client = _load_client_config(args.client_config) if getattr(args, "client_config", None) else Client()
+    given = ["--client-config"] if client.username is not None else []
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is not None:
+        client.username = urllib.parse.unquote(parts.username)
+        client.password = urllib.parse.unquote(parts.password or "")
+        given.append("--url")
+        host = parts.hostname or ""
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+        url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    if getattr(args, "basic_auth_file", None):
+        client.username, client.password = _user_password(
+            _read_secret(args.basic_auth_file, "--basic-auth-file"), f"--basic-auth-file {args.basic_auth_file}")
+        given.append("--basic-auth-file")
+    if len(given) > 1:
+        raise ClientConfigError(f"credentials given twice ({' and '.join(given)}): give one")
+    if not given and environ.get(AUTH_ENV):
+        client.username, client.password = _user_password(environ[AUTH_ENV], f"${AUTH_ENV}")
+    if getattr(args, "ca_file", None):
+        client.ca_file = args.ca_file
+    return client, url
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that checks the certificate against ``server_name`` rather than the
+    host in the URL (tls_config.server_name: an agent reached by address, its certificate
+    issued to its name)."""
+
+    server_name: Optional[str] = None
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.host, self.port), self.timeout, self.source_address)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name or self.host)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, context: ssl.SSLContext, server_name: Optional[str]) -> None:
+        super().__init__(context=context)
+        self._tls_context = context
+        self._server_name = server_name
+
+    def https_open(self, req: urllib.request.Request):  # noqa: ANN201 - urllib's own signature
+        def connection(host: str, **kwargs: Any) -> _HTTPSConnection:
+            conn = _HTTPSConnection(host, context=self._tls_context, timeout=kwargs.get("timeout"))
+            conn.server_name = self._server_name
+            return conn
+
+        return self.do_open(connection, req)
+
+
+def fetch(url: str, timeout: float = 2.0, client: Optional[Client] = None) -> Tuple[Optional[Dict[str, Any]], str]:
     """The running agent's /api/v1/drives, or None and why not when no agent listens there.
     Raises :class:`AgentRefused` when something answers but not with the drives."""
+    client = client or Client()
     req = urllib.request.Request(url.rstrip("/") + "/api/v1/drives")
+    auth = client.authorization()
     if auth:
-        req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+        req.add_header("Authorization", auth)
+    handlers = []
+    if url.lower().startswith("https:"):
+        handlers.append(_HTTPSHandler(client.ssl_context(), client.server_name))
+    opener = urllib.request.build_opener(*handlers)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - local agent URL
+        with opener.open(req, timeout=timeout) as resp:  # noqa: S310 - the agent's URL
             return json.loads(resp.read().decode("utf-8")), ""
     except urllib.error.HTTPError as exc:
-        hint = f" (set {AUTH_ENV}=user:password)" if exc.code == 401 else ""
+        hint = ""
+        if exc.code == 401:
+            hint = (" (wrong user or password)" if auth else
+                    " (it wants a user and password: --basic-auth-file FILE or --client-config FILE)")
         raise AgentRefused(f"the agent at {url} answered HTTP {exc.code}{hint}") from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, (ConnectionRefusedError, FileNotFoundError)):
             return None, str(reason)  # nobody listens: poll here
-        raise AgentRefused(f"cannot read the agent at {url}: {reason}") from None
+        hint = ""
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            hint = " (--ca-file FILE names the CA that signed the agent's certificate)"
+        elif isinstance(reason, (ssl.SSLError, http.client.BadStatusLine, ConnectionResetError)) \
+                and url.lower().startswith("http:"):
+            hint = " (does it serve https?)"
+        raise AgentRefused(f"cannot read the agent at {url}: {reason}{hint}") from None
     except ValueError as exc:
         raise AgentRefused(f"the agent at {url} did not answer JSON: {exc}") from None
 
 
-def local_poll(config) -> Dict[str, Any]:
-    """Poll once here, without touching the agent's history file."""
+def local_poll(config, keep_history: bool = False) -> Dict[str, Any]:
+    """Poll once here. Without ``keep_history`` the agent's history file is not touched (and
+    no drive has a rate or a date); with it (a simulated host, whose history was seeded) the
+    poll reads and adds to the history, and the views carry it as the agent's API would."""
     from agent.poller import Poller
-    from agent.views import snapshot_views, worst
+    from agent.views import ViewState, snapshot_views, worst
 
-    config = config.model_copy(update={"history": False})
+    config = config.model_copy(update={"history": keep_history})
     poller = Poller(config)
     try:
         snap = poller.poll_once()
+        state = None
+        if keep_history:
+            state = ViewState(poller.history)
+            state.update(snap)
+        views = snapshot_views(snap, time.time(), state=state)
     finally:
         poller.stop()
-    views = snapshot_views(snap, time.time())
     return {
         "severity": worst(views),
         "drives": [dataclasses.asdict(v) for v in views],
         "collectors": [dataclasses.asdict(c) for c in snap.collectors],
         "problems": list(snap.problems),
-        "syncwrite": [v.model_dump() for v in syncwrite.views(snap.syncwrite, snap.drives)],
+        "host": host_views.api(snap),
     }
 
 
@@ -652,7 +915,22 @@ def _agent_url(args, config) -> str:
         host = "127.0.0.1"
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{port}"
+    return f"{'https' if _serves_tls(config) else 'http'}://{host}:{port}"
+
+
+def _serves_tls(config) -> bool:
+    """Whether the agent's configuration gives it a web config with a certificate (then it
+    serves https only). Read leniently: the agent validates the file, status only looks."""
+    path = getattr(config, "web_config_file", None)
+    if not path:
+        return False
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    tls = doc.get("tls_server_config") if isinstance(doc, dict) else None
+    return isinstance(tls, dict) and bool(tls.get("cert_file") or tls.get("cert"))
 
 
 def _matches(d: Dict[str, Any], wanted: str) -> bool:
@@ -668,9 +946,13 @@ def _footer(data: Dict[str, Any], drives: List[Dict[str, Any]], severity: str, c
             notes.append(f"collector {c['name']} failing: {c.get('error') or 'see the agent log'}")
     notes += [f"problem: {p}" for p in data.get("problems") or []]
     lines = [folded for note in notes for folded in _wrap(note, width, 4)]
-    counts = {s: sum(1 for d in drives if has_health_data(d) and d.get("severity") == s) for s in (CRITICAL, WARNING, OK)}
-    unread = sum(1 for d in drives if not has_health_data(d))
-    parts = [f"{n} {s}" for s, n in counts.items() if n]
+    read = [d for d in drives if has_health_data(d)]
+    counts = {CRITICAL: sum(1 for d in read if d.get("severity") == CRITICAL),
+              WARNING: sum(1 for d in read if d.get("severity") == WARNING),
+              WATCH: sum(1 for d in read if (d.get("severity") or OK) == OK and d.get("watch")),
+              OK: sum(1 for d in read if (d.get("severity") or OK) == OK and not d.get("watch"))}
+    unread = len(drives) - len(read)
+    parts = [f"{n} to watch" if s == WATCH else f"{n} {s}" for s, n in counts.items() if n]
     if unread:
         parts.append(f"{unread} without health data")
     text = f"{severity.upper()}: " + (", ".join(parts) if parts else "no drives could be read")
@@ -680,13 +962,21 @@ def _footer(data: Dict[str, Any], drives: List[Dict[str, Any]], severity: str, c
 
 def main(args, make_config) -> int:
     config = make_config(args)
-    url = _agent_url(args, config)
+    simulated = bool(getattr(args, "simulate", None))
+    local = args.local or simulated
+    try:
+        client, url = client_from_args(args, _agent_url(args, config))
+    except ClientConfigError as exc:
+        sys.stderr.write(f"ssdfleet status: {exc}\n")
+        return UNKNOWN_EXIT
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    auth = os.environ.get(AUTH_ENV) or None
     first = True
     while True:
         try:
-            data, why = (None, "--local") if args.local else fetch(url, auth=auth)
+            data, why = (None, "--local") if local else fetch(url, client=client)
+        except ClientConfigError as exc:
+            sys.stderr.write(f"ssdfleet status: {exc}\n")
+            return UNKNOWN_EXIT
         except AgentRefused as exc:
             sys.stderr.write(f"ssdfleet status: {exc}; not polling locally behind a running agent "
                              "(--local does)\n")
@@ -694,9 +984,13 @@ def main(args, make_config) -> int:
         if data is not None:
             data["source"] = f"agent at {url}"
         else:
-            data = local_poll(config)
-            data["source"] = f"one poll by this command (no agent answered at {url}: {why})" if not args.local \
-                else "one poll by this command (--local)"
+            data = local_poll(config, keep_history=simulated)
+            if simulated:
+                data["source"] = "one poll of the simulated host (--simulate), with its seeded history"
+            elif args.local:
+                data["source"] = "one poll by this command (--local)"
+            else:
+                data["source"] = f"one poll by this command (no agent answered at {url}: {why})"
         if not args.json:
             data = defang(data)  # JSON escapes control characters itself
         drives = data.get("drives") or []
@@ -724,7 +1018,7 @@ def main(args, make_config) -> int:
                     sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
                     sys.stdout.write(format_reasons(drives, color=color, width=width))
                     sys.stdout.write(format_holds(drives, width=width))
-                    sys.stdout.write(format_syncwrite(data.get("syncwrite") or [], width=width))
+                    sys.stdout.write(format_host(data, width=width))
                 sys.stdout.write(_footer(data, drives, severity, color, width))
             sys.stdout.flush()
         except BrokenPipeError:

@@ -17,14 +17,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from agent import durability, health
+from agent import durability, health, host_views
 from agent.health import CRITICAL, OK, WARNING
 from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
 
-# How much local history the views carry: a month shows a wear trend without making the
-# JSON heavy (samples are 10 minutes apart, so a month is ~4300 rows, thinned to this many).
-HISTORY_WINDOW_SECONDS = 30 * 86400
+# How much local history the views carry: three months give the life-left chart a slope to
+# project from without making the JSON heavy (samples are 10 minutes apart, so three months
+# are ~13,000 rows, read in the poller's listener thread when a sample is added and thinned to
+# this many points).
+HISTORY_WINDOW_SECONDS = 90 * 86400
 HISTORY_MAX_POINTS = 90
+
+# The page's states, worst first: a drive's severity, with "watch" for an OK drive that is
+# near the end of its life (agent/health.py, watch_reasons) and "healthy" for the rest.
+HEALTHY, WATCH = "healthy", "watch"
+STATES = (CRITICAL, WARNING, WATCH, HEALTHY)
+
+# Recent write and flush latency come from two diskstats readings at least this far apart
+# (the kernel counts milliseconds, so a shorter span of an idle drive says little).
+LATENCY_MIN_SPAN_SECONDS = 60.0
+LATENCY_KEEP_SECONDS = 600.0
 
 
 @dataclass
@@ -90,6 +102,19 @@ class DriveView:
     power_loss_protection: Optional[bool] = None
     # Issue 15 (collectors/holders.py): what the drive holds, as Holding dicts.
     holds: List[Dict[str, Any]] = field(default_factory=list)
+    # healthy, watch, warning or critical (STATES); watch gives why (health.watch_reasons)
+    state: str = HEALTHY
+    watch: List[str] = field(default_factory=list)
+    # The wear-out method behind the date in words ("from NAND writes"); see method_label.
+    wearout_method_label: Optional[str] = None
+    # Mean time of one write and of one cache flush over the last minutes, from two
+    # /proc/diskstats readings (ViewState keeps them); None until two readings a minute apart.
+    write_latency_seconds: Optional[float] = None
+    flush_latency_seconds: Optional[float] = None
+    latency_window_seconds: Optional[float] = None
+    # The sync-write probe's latest burst in a directory on this drive (SyncWriteView as a
+    # dict), when the probe runs there.
+    syncwrite: Optional[Dict[str, Any]] = None
 
 
 def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, str]]:
@@ -112,7 +137,9 @@ def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, s
 
 
 def _projection_dict(p: Projection) -> Dict[str, Any]:
-    return dataclasses.asdict(p)
+    out = dataclasses.asdict(p)
+    out["label"] = method_label(out)
+    return out
 
 
 def drive_view(d: Drive, now: float) -> DriveView:
@@ -163,6 +190,7 @@ def drive_view(d: Drive, now: float) -> DriveView:
         wearout_timestamp=best.wearout_timestamp if best else None,
         wearout_method=best.method if best else None,
         projections=[_projection_dict(p) for p in d.projections],
+        wearout_method_label=method_label(_projection_dict(best)) if best else None,
         data_age_seconds=(now - health_time) if health_time is not None else None,
         last_poll=dict(d.last_poll),
         sources=dict(r.sources),
@@ -174,6 +202,8 @@ def drive_view(d: Drive, now: float) -> DriveView:
     view.holds = [dataclasses.asdict(h) for h in d.holds]
     view.flags = flags_for(view, d, now)
     view.severity = health.worst_severity(f.severity for f in view.flags)
+    view.watch = health.watch_reasons(view.life_left_ratio, view.wearout_timestamp, now) if view.severity == OK else []
+    view.state = view.severity if view.severity != OK else (WATCH if view.watch else HEALTHY)
     return view
 
 
@@ -198,7 +228,7 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
     if wearout in (WARNING, CRITICAL):
         days = (v.wearout_timestamp - now) / health.DAY_SECONDS
         when = f"{max(days, 0):.1f}" if wearout == CRITICAL else f"{days:.0f}"
-        flags.append(Flag(wearout, f"projected wear-out in {when} days ({v.wearout_method})", "wearout"))
+        flags.append(Flag(wearout, f"projected wear-out in {when} days ({v.wearout_method_label})", "wearout"))
     if health.spare_exhausted(v.spare_left_ratio, v.spare_threshold_ratio):
         flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}",
                           "spare"))
@@ -273,12 +303,30 @@ def snapshot_views(snap: Snapshot, now: float, state: Optional[ViewState] = None
     each view also carries its thinned history in ``history`` and each flag its ``since``;
     nothing here reads the history file."""
     views = [drive_view(d, now) for d in drive_list(snap)]
+    beside = host_views.per_drive(snap)
+    for v in views:
+        v.syncwrite = beside.get(v.serial, {}).get("syncwrite")
     if state is not None:
         for v in views:
             v.history = state.history(v.serial)
             for f in v.flags:
                 f.since = state.since(v.serial, f.key)
+            latency = state.latency(v.serial)
+            if latency is not None:
+                v.write_latency_seconds, v.flush_latency_seconds, v.latency_window_seconds = latency
     return views
+
+
+def io_latency(older: Any, newer: Any) -> Tuple[Optional[float], Optional[float]]:
+    """(mean seconds per write, mean seconds per cache flush) between two IoStats readings of
+    one drive; None where nothing completed in between or a counter went back (a reset)."""
+    def mean(time_a: Optional[float], time_b: Optional[float], n_a: Optional[int], n_b: Optional[int]) -> Optional[float]:
+        if None in (time_a, time_b, n_a, n_b) or n_b <= n_a or time_b < time_a:
+            return None
+        return (time_b - time_a) / (n_b - n_a)
+
+    return (mean(older.write_time_seconds, newer.write_time_seconds, older.writes_completed, newer.writes_completed),
+            mean(older.flush_time_seconds, newer.flush_time_seconds, older.flushes_completed, newer.flushes_completed))
 
 
 class ViewState:
@@ -303,6 +351,8 @@ class ViewState:
         self._since: Dict[Tuple[str, str], float] = dict(history.flag_times()) if history is not None else {}
         self._points: Dict[str, List[Dict[str, Any]]] = {}
         self._points_key: Optional[Tuple[int, Tuple[str, ...]]] = None
+        # per drive, the diskstats readings of the last LATENCY_KEEP_SECONDS: (time, IoStats)
+        self._io: Dict[str, List[Tuple[float, Any]]] = {}
 
     def update(self, snap: Snapshot, now: Optional[float] = None) -> None:
         now = snap.created if now is None else now
@@ -317,6 +367,7 @@ class ViewState:
             self._since = since
             if points is not None:
                 self._points = points
+            self._note_io(snap, now)
         if since != before and self._history is not None:
             self._history.save_flag_times(since)
 
@@ -333,6 +384,31 @@ class ViewState:
         self._points_key = key
         return points
 
+    def _note_io(self, snap: Snapshot, now: float) -> None:
+        """Keep each drive's recent diskstats readings (a new one only when the counters
+        moved on), for :meth:`latency`. Called with the lock held."""
+        io: Dict[str, List[Tuple[float, Any]]] = {}
+        for d in snap.drives:
+            if d.io is None:
+                continue
+            when = d.last_poll.get("diskstats", now)
+            kept = [(t, x) for t, x in self._io.get(d.serial, []) if when - t <= LATENCY_KEEP_SECONDS and t < when]
+            if not kept or kept[-1][1] != d.io:
+                kept.append((when, d.io))
+            io[d.serial] = kept
+        self._io = io
+
+    def latency(self, serial: str) -> Optional[Tuple[Optional[float], Optional[float], float]]:
+        """(seconds per write, seconds per flush, over how many seconds) between the drive's
+        oldest kept diskstats reading and its newest, when they are at least
+        LATENCY_MIN_SPAN_SECONDS apart; None before that."""
+        with self._lock:
+            kept = self._io.get(serial) or []
+        if len(kept) < 2 or kept[-1][0] - kept[0][0] < LATENCY_MIN_SPAN_SECONDS:
+            return None
+        write, flush = io_latency(kept[0][1], kept[-1][1])
+        return write, flush, kept[-1][0] - kept[0][0]
+
     def since(self, serial: str, key: str) -> Optional[float]:
         with self._lock:
             return self._since.get((serial, key))
@@ -348,12 +424,12 @@ class ViewState:
 
 
 def flagged_first(views: Sequence[Any]) -> List[Any]:
-    """Critical drives first, then warnings, then the rest; by device within a severity.
-    Takes DriveView objects or their JSON dicts."""
+    """Critical drives first, then warnings, then drives to watch, then the rest; by device
+    within each. Takes DriveView objects or their JSON dicts."""
     def key(v: Any):
-        sev = v.get("severity") if isinstance(v, dict) else v.severity
-        device = v.get("device") if isinstance(v, dict) else v.device
-        return (-health.severity_rank(sev or OK), device or "")
+        get = v.get if isinstance(v, dict) else lambda name: getattr(v, name, None)
+        watch = 1 if (get("severity") or OK) == OK and get("watch") else 0
+        return (-health.severity_rank(get("severity") or OK), -watch, get("device") or "")
     return sorted(views, key=key)
 
 
@@ -434,9 +510,12 @@ def describe_input(name: str, value: float) -> str:
     if name.endswith("_bytes_per_second"):  # host and NAND write rates alike
         return f"{human_bytes(value * 86400)}/day"
     if name == "life_slope_per_second":
-        return f"{value * 86400 * 100:+.3f} points/day"
-    if name == "bytes_per_percent":
-        return f"{human_bytes(value)} per 1% of life"
+        # the share of the drive's life used per day (a fall of life left is positive here)
+        return f"{-value * 86400 * 100:.3g}%" if value <= 0 else f"none: life left rising {value * 86400 * 100:.3g}% a day"
+    if name == "bytes_per_percent":  # the label says "per 1% of life"
+        return human_bytes(value)
+    if name.startswith("write_amplification"):
+        return f"{value:.2f}"
     if name.endswith("_bytes"):
         return human_bytes(value)
     if name.endswith("_ratio"):
@@ -444,3 +523,128 @@ def describe_input(name: str, value: float) -> str:
     if name == "pe_cycles":
         return f"{value:.0f} P/E cycles"
     return f"{value:.4g}"
+
+
+# -- the same in words a DBA reads (the page and ``ssdfleet status``; the API keeps the keys) --
+
+def method_label(p: Dict[str, Any]) -> str:
+    """A projection method named by what it reckons from: "from NAND writes" (observed, NAND
+    bytes), "from host writes" (observed, host bytes), "from the rated P/E cycles", "from the
+    rated TBW" and "from the trend" (of life left over the agent's history)."""
+    inputs = p.get("inputs") or {}
+    method = p.get("method")
+    if method == "observed":
+        return "from NAND writes" if inputs.get("nand_domain") else "from host writes"
+    if method == "rated":
+        if "pe_cycles" in inputs:
+            return "from the rated P/E cycles"
+        if "tbw_bytes" in inputs:
+            return "from the rated TBW"
+        return "from the rating"
+    if method == "trend":
+        return "from the trend"
+    return str(method)
+
+
+# What each projection input is, for a person: label, and for the domain-dependent ones
+# ("written_bytes" counts NAND or host bytes) the label per domain.
+_INPUT_WORDS: Dict[str, str] = {
+    "life_left_ratio": "life left",
+    "life_used_ratio": "life used",
+    "min_life_used_ratio": "trusted once life used reaches",
+    "bytes_per_percent": "written per 1% of life",
+    "tbw_bytes": "rated endurance (TBW)",
+    "pe_cycles": "rated P/E cycles",
+    "capacity_bytes": "capacity",
+    "nand_endurance_bytes": "NAND endurance (capacity x P/E)",
+    "write_amplification": "write amplification",
+    "write_amplification_used": "write amplification now",
+    "nand_write_rate_bytes_per_second": "NAND writes",
+    "nand_endurance_remaining_bytes": "NAND writes left",
+    "life_slope_per_second": "life used a day",
+}
+_DOMAIN_WORDS: Dict[str, Tuple[str, str]] = {  # NAND, host
+    "written_bytes": ("NAND written", "host written"),
+    "write_rate_bytes_per_second": ("NAND writes", "host writes"),
+    "endurance_total_bytes": ("rated NAND writes", "rated host writes"),
+}
+
+
+def input_rows(p: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """A projection's inputs as (what, value) in words, in the order the method used them,
+    then the host writes it found still to go: what the page and ``status --drive`` show."""
+    inputs = p.get("inputs") or {}
+    nand = bool(inputs.get("nand_domain"))
+    rows = []
+    for name, value in inputs.items():
+        if name in ("now", "nand_domain"):
+            continue  # the time is the page's, the domain is in the method's name
+        if name == "endurance_total_bytes" and nand and "nand_endurance_bytes" in inputs:
+            continue  # in NAND bytes the rated total is capacity x P/E, shown just before
+        if name in _DOMAIN_WORDS:
+            label = _DOMAIN_WORDS[name][0 if nand else 1]
+        else:
+            label = _INPUT_WORDS.get(name, name.replace("_", " "))
+        if any(label == shown for shown, _ in rows):
+            continue  # a NAND-domain method carries its NAND rate twice (projection._in_host_bytes)
+        rows.append((label, describe_input(name, value)))
+    if p.get("endurance_remaining_bytes") is not None:
+        rows.append(("host writes left", human_bytes(p["endurance_remaining_bytes"])))
+    return rows
+
+
+# Error and defect counters by what they say about the drive. Media: the flash could not give
+# data back. Reallocations: blocks the drive retired and replaced from its spare (wear, the
+# normal end of flash). Link: the cable, backplane or controller between host and drive, not
+# the flash (SATA CRC errors, command timeouts): never counted as bad blocks.
+ERROR_CLASSES: Tuple[Tuple[str, str, Tuple[Tuple[str, str], ...]], ...] = (
+    ("media", "media errors", (
+        ("media_errors", "media errors"),
+        ("reported_uncorrectable", "uncorrectable reads"),
+        ("offline_uncorrectable", "unreadable sectors found offline"),
+        ("pending", "sectors waiting to be remapped"),
+    )),
+    ("reallocations", "reallocations", (
+        ("reallocated", "reallocated sectors"),
+        ("reallocation_events", "reallocation events"),
+        ("grown_defect", "grown defects"),
+        ("dynamic_bad_block", "bad blocks grown in service"),
+        ("program_fail", "program failures"),
+        ("erase_fail", "erase failures"),
+        ("static_bad_block", "factory bad blocks"),
+    )),
+    ("link", "cable errors", (
+        ("udma_crc_errors", "cable CRC errors"),
+        ("command_timeout", "command timeouts"),
+    )),
+)
+
+
+_ONE = {"media errors": "media error", "uncorrectable reads": "uncorrectable read",
+        "unreadable sectors found offline": "unreadable sector found offline",
+        "sectors waiting to be remapped": "sector waiting to be remapped",
+        "reallocated sectors": "reallocated sector", "reallocation events": "reallocation event",
+        "grown defects": "grown defect", "bad blocks grown in service": "bad block grown in service",
+        "program failures": "program failure", "erase failures": "erase failure",
+        "factory bad blocks": "factory bad block", "cable CRC errors": "cable CRC error",
+        "command timeouts": "command timeout"}
+
+
+def counted(n: int, words: str) -> str:
+    """``3 media errors``, ``1 media error``: a count with its words (ERROR_CLASSES)."""
+    return f"{n} {_ONE.get(words, words) if n == 1 else words}"
+
+
+def error_classes(v: Any) -> Dict[str, List[Tuple[str, int]]]:
+    """The drive's counters by class (see ERROR_CLASSES), each as (words, count), only those
+    the drive reports; takes a DriveView or its JSON dict."""
+    get = (lambda name: v.get(name)) if isinstance(v, dict) else (lambda name: getattr(v, name, None))
+    counts: Dict[str, Any] = dict(get("defects") or {})
+    if get("media_errors") is not None:
+        counts["media_errors"] = get("media_errors")
+    out: Dict[str, List[Tuple[str, int]]] = {}
+    for key, _, members in ERROR_CLASSES:
+        found = [(words, int(counts[name])) for name, words in members if counts.get(name) is not None]
+        if found:
+            out[key] = found
+    return out

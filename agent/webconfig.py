@@ -23,32 +23,37 @@ silently weakened; docs/security.md lists them.
 
 Reading (:func:`load_web_config`) is kept apart from parsing (:func:`parse_web_config`), which
 checks referenced files exist but needs nothing else from the host. The HTTP side is wired by
-:func:`uvicorn_ssl_kwargs` (TLS) and :func:`secure_app` (headers, then basic auth).
+:func:`ssl_context` (TLS, handed to :class:`agent.server.AgentServer`) and :func:`secure_app`
+(headers, then basic auth).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import dataclasses
 import hashlib
 import hmac
 import ipaddress
+import itertools
 import logging
 import os
 import re
 import secrets
 import ssl
 import threading
+import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-import anyio
-import anyio.to_thread
 import bcrypt
 import yaml
+
+from agent.server import HTTPStats
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +150,7 @@ class TLSServerConfig:
 
 @dataclass(frozen=True)
 class HTTPServerConfig:
-    """``http_server_config``. uvicorn speaks HTTP/1.1 only; see :func:`parse_web_config`."""
+    """``http_server_config``. The agent speaks HTTP/1.1 only; see :func:`parse_web_config`."""
 
     http2: bool = True
     headers: Tuple[Tuple[str, str], ...] = ()
@@ -531,46 +536,10 @@ def ssl_context(cfg: Optional[WebConfig]) -> Optional[ssl.SSLContext]:
     return ctx
 
 
-def uvicorn_ssl_kwargs(cfg: Optional[WebConfig]) -> Dict[str, Any]:
-    """Keyword arguments for ``uvicorn.Config`` / ``uvicorn.run``; empty for plain HTTP.
-
-    uvicorn's own ``ssl_*`` options cannot express min/max version, curves, server cipher
-    preference or SAN checks, so the context comes from :func:`ssl_context` through
-    ``ssl_context_factory`` (uvicorn >= 0.36). The plain ``ssl_*`` values are passed as well so
-    that uvicorn reports ``https`` and anyone reading the config sees the files in use.
-    """
-    if cfg is None or cfg.tls is None:
-        return {}
-    import inspect
-
-    import uvicorn
-
-    has_factory = "ssl_context_factory" in inspect.signature(uvicorn.Config.__init__).parameters
-    tls = cfg.tls
-
-    def factory(_config: Any, _default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-        ctx = ssl_context(cfg)
-        assert ctx is not None
-        return ctx
-
-    ciphers = [_CIPHERS_TLS12[c] for c in tls.cipher_suites if c in _CIPHERS_TLS12]
-    kwargs: Dict[str, Any] = {
-        "ssl_certfile": tls.cert_file,
-        "ssl_keyfile": tls.key_file,
-        "ssl_cert_reqs": int(_CLIENT_AUTH[tls.client_auth_type]),
-        "ssl_ca_certs": tls.client_ca_file,
-    }
-    if has_factory:
-        kwargs["ssl_context_factory"] = factory
-    if ciphers:
-        kwargs["ssl_ciphers"] = ":".join(ciphers)
-    return kwargs
-
-
 def _san_checking_sslobject(allowed: Tuple[str, ...]) -> type:
     """An SSLObject class that ends the handshake unless the client cert has an allowed SAN.
 
-    asyncio (which uvicorn uses) wraps each connection with ``context.wrap_bio``, which builds
+    asyncio (which the agent's server uses) wraps each connection with ``context.wrap_bio``, which builds
     ``context.sslobject_class``; raising from ``do_handshake`` makes asyncio drop the
     connection, the same outcome as Go's ``VerifyPeerCertificate`` returning an error.
     """
@@ -604,14 +573,16 @@ def _san_checking_sslobject(allowed: Tuple[str, ...]) -> type:
 # --- HTTP: headers and basic auth -----------------------------------------------------------
 
 
-def secure_app(app: ASGIApp, cfg: Optional[WebConfig], exempt_paths: Iterable[str] = ("/healthz",)) -> ASGIApp:
+def secure_app(app: ASGIApp, cfg: Optional[WebConfig], exempt_paths: Iterable[str] = ("/healthz",),
+               stats: Optional[HTTPStats] = None) -> ASGIApp:
     """Wrap ``app`` as ``cfg`` asks: basic auth when users are configured, then the extra
-    headers outermost so they are on 401 responses too (as exporter-toolkit sets them first)."""
+    headers outermost so they are on 401 responses too (as exporter-toolkit sets them first).
+    Auth refusals are counted in ``stats`` (the server's, so /metrics shows them)."""
     if cfg is None:
         return app
     wrapped = app
     if cfg.basic_auth_users:
-        wrapped = BasicAuthMiddleware(wrapped, cfg.basic_auth_users, exempt_paths=exempt_paths)
+        wrapped = BasicAuthMiddleware(wrapped, cfg.basic_auth_users, exempt_paths=exempt_paths, stats=stats)
     return apply_headers(wrapped, dict(cfg.http.headers))
 
 
@@ -671,7 +642,132 @@ class _SuccessCache:
 
 
 class _Busy(Exception):
-    """Too many bcrypt checks waiting: answer 503 now."""
+    """Too many unverified logins waiting for bcrypt: answer 503 now."""
+
+
+class _Check:
+    """One bcrypt check waiting for the worker; every request with the same credentials waits
+    for its ``result``."""
+
+    __slots__ = ("client", "key", "password", "hashed", "arrival", "result")
+
+    def __init__(self, client: str, key: bytes, password: bytes, hashed: bytes, arrival: int,
+                 result: asyncio.Future) -> None:
+        self.client, self.key, self.password, self.hashed = client, key, password, hashed
+        self.arrival = arrival
+        self.result = result
+
+
+class BcryptGate:
+    """Runs bcrypt checks one at a time in a thread of its own, choosing fairly among clients.
+
+    Each client address has a record over the last ``window`` seconds: how many wrong
+    passwords it sent, and how many logins it asked to have checked. A check waits in a short
+    queue (``queue`` entries, at most ``per_client`` from one address); the worker takes the
+    check whose address has the best record (fewest wrong passwords, then fewest attempts,
+    then the oldest check). When the queue is full, a newcomer with a better record than the
+    worst waiting check takes its place (that one gets 503), else the newcomer gets 503.
+
+    So a flood of guesses from some addresses costs one core at most and delays a login from
+    any other address (a scraper whose credentials are not yet cached, after a restart) by at
+    most the one check already running. Addresses cannot be told apart when the flood comes
+    from the scraper's own address, or from so many fresh addresses that each makes as few
+    attempts as the scraper; the queue then serves in order of arrival. Identical credentials
+    checked concurrently share one check. bcrypt releases the GIL, so the event loop keeps
+    serving meanwhile.
+    """
+
+    def __init__(self, queue: int = 16, per_client: int = 2, window: float = 600.0,
+                 checkpw: Optional[Callable[[bytes, bytes], bool]] = None) -> None:
+        self._queue = queue
+        self._per_client = per_client
+        self._window = window
+        self._checkpw = checkpw or _checkpw
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bcrypt")
+        self._waiting: List[_Check] = []
+        self._running = False
+        self._same: Dict[bytes, asyncio.Future] = {}
+        # client address -> [wrong passwords, attempts, time of the last one]; oldest first
+        self._records: OrderedDict[str, List[float]] = OrderedDict()
+        self._arrivals = itertools.count()
+
+    def record(self, client: str) -> Tuple[int, int]:
+        """(wrong passwords, attempts) from ``client`` within the window."""
+        wrong, attempts, last = self._records.get(client, (0, 0, 0.0))
+        if time.monotonic() - last >= self._window:
+            return (0, 0)
+        return (int(wrong), int(attempts))
+
+    def _note(self, client: str, wrong: int, attempts: int) -> None:
+        old_wrong, old_attempts = self.record(client)
+        self._records[client] = [old_wrong + wrong, old_attempts + attempts, time.monotonic()]
+        self._records.move_to_end(client)
+        while len(self._records) > 4096:
+            self._records.popitem(last=False)
+
+    def _rank(self, check: _Check) -> Tuple[int, int, int]:
+        return self.record(check.client) + (check.arrival,)
+
+    async def check(self, client: str, key: bytes, password: bytes, hashed: bytes) -> bool:
+        """True when ``password`` matches ``hashed``; raises :class:`_Busy` when no place."""
+        shared = self._same.get(key)
+        if shared is None:
+            self._note(client, 0, 1)
+            shared = self._enqueue(client, key, password, hashed)
+        return await asyncio.shield(shared)
+
+    def _enqueue(self, client: str, key: bytes, password: bytes, hashed: bytes) -> asyncio.Future:
+        if sum(1 for c in self._waiting if c.client == client) >= self._per_client:
+            raise _Busy()
+        check = _Check(client, key, password, hashed, next(self._arrivals),
+                       asyncio.get_running_loop().create_future())
+        if len(self._waiting) >= self._queue:
+            worst = max(self._waiting, key=self._rank)
+            if self._rank(worst) < self._rank(check):
+                raise _Busy()
+            self._waiting.remove(worst)  # a client with a worse record gives up its place
+            self._settle(worst, _Busy())
+        self._waiting.append(check)
+        self._same[key] = check.result
+        self._next()
+        return check.result
+
+    def _next(self) -> None:
+        if self._running or not self._waiting:
+            return
+        check = min(self._waiting, key=self._rank)
+        self._waiting.remove(check)
+        self._running = True
+        done = asyncio.get_running_loop().run_in_executor(self._executor, self._checkpw, check.password,
+                                                          check.hashed)
+        done.add_done_callback(lambda f: self._finished(check, f))
+
+    def _finished(self, check: _Check, done: asyncio.Future) -> None:
+        self._running = False
+        matched = not done.cancelled() and done.exception() is None and bool(done.result())
+        if matched:
+            self._records.pop(check.client, None)  # a client that knows a password: a clean slate
+        else:
+            self._note(check.client, 1, 0)
+        self._settle(check, matched)
+        self._next()
+
+    def _settle(self, check: _Check, outcome: Any) -> None:
+        if self._same.get(check.key) is check.result:
+            del self._same[check.key]
+        if not check.result.done():
+            if isinstance(outcome, BaseException):
+                check.result.set_exception(outcome)
+            else:
+                check.result.set_result(outcome)
+
+
+def _checkpw(password: bytes, hashed: bytes) -> bool:
+    try:
+        return bcrypt.checkpw(password, hashed)
+    except ValueError:
+        # bcrypt >= 5 refuses passwords over 72 bytes instead of truncating them.
+        return False
 
 
 class BasicAuthMiddleware:
@@ -683,15 +779,16 @@ class BasicAuthMiddleware:
       and bcrypt runs for an unknown user too (against a dummy hash of the same cost), so
       response time does not tell which users exist.
     - Accepted credentials are remembered in a bounded LRU keyed by SHA-256 of user, password
-      and stored hash, so a scrape every 15 s costs one bcrypt per process, not one per scrape.
-      Failures are not cached: each wrong guess costs the guesser a full bcrypt.
-    - bcrypt runs in a worker thread, one at a time (as exporter-toolkit's mutex does), so the
-      event loop keeps serving while a hash is checked. At most ``bcrypt_queue`` checks wait;
-      more unverified logins get ``503`` with ``Retry-After`` at once, so a flood of wrong
-      passwords cannot hold connections or delay a scraper whose credentials are cached.
-      A wrong guess repeated is refused from a bounded cache without another bcrypt.
+      and stored hash, so a scrape every 15 s costs one bcrypt per process, not one per scrape,
+      and never waits for bcrypt again. A wrong guess is remembered the same way, so repeating
+      it costs no second bcrypt; each new guess still costs a full one.
+    - bcrypt runs through a :class:`BcryptGate`: one check at a time in a thread of its own,
+      taken fairly among client addresses, at most 16 waiting; beyond that an unverified login
+      gets ``503`` with ``Retry-After`` at once.
     - ``exempt_paths`` are matched exactly. The default leaves ``/healthz`` open so liveness
       checks (systemd, load balancers, orchestrators) need no secret; it must say only "up".
+    - Every refusal is counted in ``stats`` (``ssd_http_auth_refused_total{reason}``) and
+      wrong credentials are logged at most once a minute.
     - Lifespan events pass straight through; WebSocket connections without credentials are
       closed before they are accepted.
     """
@@ -703,7 +800,8 @@ class BasicAuthMiddleware:
         realm: str = "ssdfleet",
         exempt_paths: Iterable[str] = ("/healthz",),
         cache_size: int = 64,
-        bcrypt_queue: int = 8,
+        gate: Optional[BcryptGate] = None,
+        stats: Optional[HTTPStats] = None,
     ) -> None:
         if not realm or any(c in realm for c in '"\\') or not realm.isprintable():
             raise ValueError(f"realm {realm!r} must be printable and contain no quotes or backslashes")
@@ -714,15 +812,10 @@ class BasicAuthMiddleware:
         self._exempt = frozenset(exempt_paths)
         self._challenge = f'Basic realm="{realm}"'.encode("latin-1")
         self._cache = _SuccessCache(cache_size)
-        # Wrong guesses already checked (same key: user, password, hash). Repeating one costs
-        # nothing; each new guess still costs a full bcrypt.
+        # Wrong guesses already checked (same key: user, password, hash).
         self._refused = _SuccessCache(1024)
-        self._bcrypt_waiting = 0  # checks queued or running (event loop only: no lock needed)
-        self._bcrypt_queue = bcrypt_queue
-        # Requests waiting for bcrypt wait here, not in anyio's shared thread pool, so a burst
-        # of bad logins cannot take the threads that sync endpoints run in.
-        self._bcrypt_limiter = anyio.CapacityLimiter(1)
-        self._bcrypt_lock = threading.Lock()
+        self.gate = gate or BcryptGate()
+        self.stats = stats or HTTPStats()
         costs = [int(h[4:6]) for _, h in self._users if _BCRYPT_RE.match(h.decode("ascii", "replace"))]
         # The decoy must cost what a real check costs, or an unknown user answers faster.
         self._dummy_hash = bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(max(costs, default=10)))
@@ -732,10 +825,12 @@ class BasicAuthMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            authenticated = await self._authenticated(scope)
+            verdict = await self._authenticated(scope)
         except _Busy:
             # More unverified logins queued than bcrypt can check in time: answer at once
             # rather than hold the connection (credentials already accepted never get here).
+            self.stats.auth_refused["busy"] += 1
+            self.stats.note("auth_busy", "answered 503 to a login: too many unverified logins waiting for bcrypt")
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1013})
                 return
@@ -744,9 +839,14 @@ class BasicAuthMiddleware:
                                     (b"retry-after", b"1"), (b"content-length", b"5")]})
             await send({"type": "http.response.body", "body": b"Busy\n"})
             return
-        if authenticated:
+        if verdict == "ok":
             await self.app(scope, receive, send)
             return
+        self.stats.auth_refused[verdict] += 1
+        if verdict == "wrong_credentials":
+            client = (scope.get("client") or ("?",))[0]
+            self.stats.note("auth_wrong", "refused wrong credentials from %s (%d wrong so far)",
+                            client, self.stats.auth_refused["wrong_credentials"])
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
@@ -763,10 +863,11 @@ class BasicAuthMiddleware:
         )
         await send({"type": "http.response.body", "body": b"Unauthorized\n"})
 
-    async def _authenticated(self, scope: Scope) -> bool:
+    async def _authenticated(self, scope: Scope) -> str:
+        """"ok", "missing" or "wrong_credentials" (raises :class:`_Busy`)."""
         credentials = parse_basic_authorization(scope.get("headers") or [])
         if credentials is None:
-            return False
+            return "missing"
         user, password = credentials
         user_bytes = user.encode("utf-8")
         password_bytes = password.encode("utf-8")
@@ -781,32 +882,17 @@ class BasicAuthMiddleware:
             digest.update(part)
         key = digest.digest()
         if stored is not None and key in self._cache:
-            return True
-
+            return "ok"
         if key in self._refused:
-            return False  # the same wrong guess again: it already cost one bcrypt
-        if self._bcrypt_waiting >= self._bcrypt_queue:
-            raise _Busy()
+            return "wrong_credentials"  # the same wrong guess again: it already cost one bcrypt
+        client = str((scope.get("client") or ("unknown",))[0])
         candidate = stored if stored is not None else self._dummy_hash
-        self._bcrypt_waiting += 1
-        try:
-            matched = await anyio.to_thread.run_sync(self._checkpw, password_bytes, candidate,
-                                                     limiter=self._bcrypt_limiter)
-        finally:
-            self._bcrypt_waiting -= 1
+        matched = await self.gate.check(client, key, password_bytes, candidate)
         if matched and stored is not None:
             self._cache.add(key)
-            return True
+            return "ok"
         self._refused.add(key)
-        return False
-
-    def _checkpw(self, password: bytes, hashed: bytes) -> bool:
-        with self._bcrypt_lock:
-            try:
-                return bcrypt.checkpw(password, hashed)
-            except ValueError:
-                # bcrypt >= 5 refuses passwords over 72 bytes instead of truncating them.
-                return False
+        return "wrong_credentials"
 
 
 def parse_basic_authorization(headers: Iterable[Tuple[bytes, bytes]]) -> Optional[Tuple[str, str]]:
@@ -828,22 +914,3 @@ def parse_basic_authorization(headers: Iterable[Tuple[bytes, bytes]]) -> Optiona
         return user.decode("utf-8"), password.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def uvicorn_config(app: Any, cfg: Optional[WebConfig], **kwargs: Any) -> Any:
-    """A ``uvicorn.Config`` serving ``app`` with the web config's TLS settings.
-
-    uvicorn before 0.36 (the newest that still runs on Python 3.9 is 0.39 without
-    ``ssl_context_factory``) builds its own context from the ``ssl_*`` options and cannot set
-    min/max version, curves or SAN checks. Replacing ``config.ssl`` right after ``load()`` gives
-    every uvicorn version the context built by :func:`ssl_context`.
-    """
-    import uvicorn
-
-    class _Config(uvicorn.Config):
-        def load(self) -> None:
-            super().load()
-            if cfg is not None and cfg.tls is not None:
-                self.ssl = ssl_context(cfg)
-
-    return _Config(app, **kwargs, **uvicorn_ssl_kwargs(cfg))

@@ -22,7 +22,16 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from collectors.model import MAX_CAPACITY_BYTES, ParseError
+from collectors.model import (
+    KIND_ATA,
+    KIND_BLOCK,
+    KIND_NVME,
+    KIND_SCSI,
+    KIND_SHANNON,
+    MAX_CAPACITY_BYTES,
+    DriveReading,
+    ParseError,
+)
 
 # Devices that are not drives: partitions are handled by their parent; these are virtual.
 _NOT_A_DRIVE = re.compile(r"^(loop|ram|zram|dm-|md|sr|fd|nbd|rbd|drbd)\d*")
@@ -144,3 +153,23 @@ def read_block_devices(sysfs_root: str = "/sys", include: Sequence[str] = ()) ->
             continue
         out.append(device)
     return out
+
+
+def reading_of(b: BlockDevice) -> DriveReading:
+    """What the kernel alone says of a drive no tool read: its identity from sysfs, no health.
+    The kind follows the transport; a SCSI disk without a model is taken as ATA (libata)."""
+    kind = {"nvme": KIND_NVME, "shannon": KIND_SHANNON, "scsi": KIND_SCSI}.get(b.transport or "", KIND_BLOCK)
+    if kind == KIND_SCSI and b.model is None:
+        kind = KIND_ATA
+    return DriveReading(
+        kind=kind,
+        device=f"/dev/{b.drive_name}",
+        block_device=b.drive_name,
+        serial=b.serial,
+        wwn=b.wwid,
+        model=b.model,
+        firmware=b.firmware,
+        capacity_bytes=b.size_bytes,
+        is_ssd=None if b.rotational is None else not b.rotational,
+        sources={"identity": "sysfs"},
+    )

@@ -38,9 +38,11 @@ import os
 import re
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
+from pydantic import BaseModel, ConfigDict
+
 from collectors import numbers
 from collectors.model import IoStats, ParseError
-from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec
+from collectors.source import ANNOTATE, Report, RunResult, Source, SourceContext, SourceSpec
 
 # The block layer's unit, independent of the device's logical block size (see the module doc).
 DISKSTATS_SECTOR_BYTES = 512
@@ -414,9 +416,31 @@ class DiskstatsReader:
 log = logging.getLogger("ssdfleet.diskstats")
 
 
+class DiskstatsSettings(BaseModel):
+    """The ``diskstats:`` config section. Device-mapper and loop devices are not drives; a host
+    that wants their counters anyway (a dm-crypt volume as the only view of a disk) can have
+    them, and discovery then lists them as drives of their own. (Until issue 27 these were the
+    top-level ``include_device_mapper`` and ``include_loop``; those are still read for one
+    release, with a warning.)"""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    include_device_mapper: bool = False
+    include_loop: bool = False
+
+
+def virtual_devices(settings: Optional[DiskstatsSettings]) -> Tuple[str, ...]:
+    """The virtual block devices (kernel-name prefixes) discovery lists as drives for us."""
+    if settings is None:
+        return ()
+    return tuple(prefix for prefix, wanted in (("dm-", settings.include_device_mapper),
+                                               ("loop", settings.include_loop)) if wanted)
+
+
 class DiskstatsSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
+        self.settings: DiskstatsSettings = ctx.settings or DiskstatsSettings()
         self.reader = DiskstatsReader(procfs_root=ctx.config.paths.procfs)
         self._io: Dict[str, IoStats] = {}
         self._time = 0.0
@@ -429,8 +453,8 @@ class DiskstatsSource(Source):
         try:
             stats = self.reader.read()
             disks = whole_disks(stats, sysfs_root=config.paths.sysfs,
-                                          include_dm=config.include_device_mapper,
-                                          include_loop=config.include_loop)
+                                include_dm=self.settings.include_device_mapper,
+                                include_loop=self.settings.include_loop)
         except (OSError, ParseError) as exc:
             errors.append(f"diskstats: {exc}")
             disks = None
@@ -462,6 +486,9 @@ SPEC = SourceSpec(
     help="iostat-style counters per drive from /proc/diskstats",
     interval=15.0,
     build=DiskstatsSource,
+    role=ANNOTATE,
+    settings=DiskstatsSettings,
+    virtual_devices=virtual_devices,
     annotates="io",
     priority=90,
 )

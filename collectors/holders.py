@@ -35,9 +35,19 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from collectors.blockdev import is_candidate
-from collectors.model import Holding, ParseError
+from collectors.model import Holding, ParseError, holds_text  # noqa: F401 (holds_text: its old home)
 from collectors.runner import ToolResult, run_tool
-from collectors.source import Command, HelperChecks, Report, RunResult, Source, SourceContext, SourceSpec, built
+from collectors.source import (
+    ANNOTATE,
+    Command,
+    HelperChecks,
+    Report,
+    RunResult,
+    Source,
+    SourceContext,
+    SourceSpec,
+    built,
+)
 
 log = logging.getLogger("ssdfleet.holders")
 
@@ -374,19 +384,6 @@ def _walk(node: str, partition: str, stack: Tuple[str, ...], tree: BlockTree,
               by_device, pools_on, zfs_mounts, found, seen | {upper})
 
 
-def holds_text(holds: Iterable[object]) -> str:
-    """What a drive holds in one line, from Holding objects or their dict form (the JSON API):
-    ``/var/lib/postgresql (md0, ext4); /boot (ext2)``."""
-    parts = []
-    for h in holds:
-        if isinstance(h, Mapping):
-            h = Holding(str(h.get("mountpoint") or ""), str(h.get("fstype") or ""), str(h.get("partition") or ""),
-                        tuple(str(x) for x in h.get("stack") or ()))
-        if isinstance(h, Holding):
-            parts.append(h.describe())
-    return "; ".join(parts)
-
-
 def summary(device: str, holds: Iterable[Holding]) -> str:
     """``sdb: /var/lib/postgresql (md0, ext4)``; several holdings joined by ``; ``."""
     parts = [h.describe() for h in holds]
@@ -453,13 +450,12 @@ class HoldingsReader:
     could build and a list of errors (a hung zpool, an unreadable mdstat)."""
 
     def __init__(self, sysfs_root: str = "/sys", procfs_root: str = "/proc", dev_root: str = "/dev",
-                 zpool: str = "zpool", runner: Runner = run_tool, timeout: float = 10.0) -> None:
+                 zpool: str = "zpool", runner: Runner = run_tool) -> None:
         self.sysfs_root = sysfs_root
         self.procfs_root = procfs_root
         self.dev_root = dev_root
         self.zpool = zpool
-        self.runner = runner
-        self.timeout = timeout
+        self.runner = runner  # bounded by its caller: the agent's runner applies the tool timeout
         self.stuck: Optional[ToolResult] = None  # the last zpool run when it outlived SIGKILL
 
     def read(self) -> Tuple[Dict[str, Tuple[Holding, ...]], List[str]]:
@@ -488,7 +484,7 @@ class HoldingsReader:
     def read_zpool(self) -> Tuple[List[ZfsVdev], Optional[str]]:
         """The pools' leaf devices, and an error text when zpool ran and failed. A zpool that
         is not installed, or whose kernel module is not loaded, means no ZFS: no error."""
-        result = self.runner([self.zpool, "status", "-P"], timeout=self.timeout)
+        result = self.runner([self.zpool, "status", "-P"])
         self.stuck = result if result.stuck else None
         if result.error is not None:
             return [], None  # not installed / not executable: this host has no ZFS
@@ -536,8 +532,7 @@ class HoldersSource(Source):
         super().__init__(ctx)
         config = ctx.config
         self.reader = HoldingsReader(config.paths.sysfs, config.paths.procfs, config.paths.dev,
-                                     zpool=ctx.tool_paths["zpool"], runner=ctx.run,
-                                     timeout=config.tool_timeout_seconds)
+                                     zpool=ctx.tool_paths["zpool"], runner=ctx.run)
         self._holds: Dict[str, Tuple[Tuple[Holding, ...], float]] = {}
 
     def run(self, budget: Optional[float] = None) -> RunResult:
@@ -568,6 +563,7 @@ SPEC = SourceSpec(
     help="what each drive holds: partitions, md arrays, LVM, dm-crypt, ZFS pools and mount points",
     interval=600.0,
     build=HoldersSource,
+    role=ANNOTATE,
     tools={"zpool": ("zpool", "zpool")},
     helper=helper_rule,
     annotates="holds",

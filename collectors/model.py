@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 # Drive kinds. "shannon" is a Shannon Direct-IO PCIe card read through shannon-status,
 # "fusionio" a Fusion-io / SanDisk ioMemory module read through fio-status, "plugin" a drive
@@ -201,6 +201,17 @@ CACHE_DISABLED = "disabled"
 CACHE_UNSUPPORTED = "not_supported"
 CACHE_UNKNOWN = "unknown"
 
+# Who gave a write cache answer (WriteCacheState.source): the kernel's view, then the drive's
+# own through each tool. The names of the answers, not of the agent's sources: health.py ranks
+# them (effective_write_cache) and durability.py tells the drive's answers from the kernel's.
+CACHE_SOURCE_SYSFS_QUEUE = "sysfs_queue"
+CACHE_SOURCE_SCSI_CACHE_TYPE = "scsi_cache_type"
+CACHE_SOURCE_HDPARM = "hdparm"
+CACHE_SOURCE_NVME = "nvme_feature"
+CACHE_SOURCE_SMARTCTL = "smartctl"
+# The answers that come from the drive itself.
+CACHE_SOURCES_DRIVE = (CACHE_SOURCE_HDPARM, CACHE_SOURCE_NVME, CACHE_SOURCE_SMARTCTL, CACHE_SOURCE_SCSI_CACHE_TYPE)
+
 
 @dataclass(frozen=True)
 class WriteCacheState:
@@ -265,6 +276,20 @@ class Holding:
         if self.mountpoint:
             return f"{self.mountpoint} ({', '.join(inner)})" if inner else self.mountpoint
         return f"{' > '.join(self.stack) or self.partition or '?'} (not mounted)"
+
+
+def holds_text(holds: Iterable[object]) -> str:
+    """What a drive holds in one line, from Holding objects or their dict form (the JSON API):
+    ``/var/lib/postgresql (md0, ext4); /boot (ext2)``. Here, beside :class:`Holding`, so the
+    page and ``ssdfleet status`` need not import the holders source to say it."""
+    parts = []
+    for h in holds:
+        if isinstance(h, Mapping):
+            h = Holding(str(h.get("mountpoint") or ""), str(h.get("fstype") or ""), str(h.get("partition") or ""),
+                        tuple(str(x) for x in h.get("stack") or ()))
+        if isinstance(h, Holding):
+            parts.append(h.describe())
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -339,8 +364,10 @@ class Snapshot:
     history_retention_held: bool = False  # retention waits for a steady clock
     # the history file deleted or replaced under the running agent, by how (agent.history_file)
     history_file_lost: Tuple[Tuple[str, int], ...] = ()
-    # the sync-write probe's latest result per directory (collectors.syncwrite.SyncWriteResult)
-    syncwrite: tuple = ()
+    # What each host source measured (its report's ``host``), by source name: the sync-write
+    # probe's latest burst per directory, a RAID controller's volumes and battery. Each is
+    # shown by its source's own HostView (collectors/source.py); nothing else reads it.
+    host: Mapping[str, Any] = field(default_factory=dict)
     agent: Optional[AgentStatus] = None  # None outside a running agent (tests, ``collect``)
 
     def by_serial(self) -> Dict[str, Drive]:

@@ -1,19 +1,23 @@
-"""Every source the agent can run, listed once. Adding a source is one module with a
+"""Every source the agent can run, listed once. Adding a source is one module (or folder) with a
 :class:`~collectors.source.SourceSpec` named ``SPEC`` and one line here; the config keys,
-flags, probe-helper rules and ``ssd_collector_*`` series follow from it
-(docs/adding-a-source.md)."""
+flags, probe-helper rules and device names, ``ssd_collector_*`` series and, for a host source,
+its metric families and page and status sections follow from it (docs/adding-a-source.md).
+
+Policy and exposition (agent/health.py, agent/metrics.py, the page, ``ssdfleet status``, the
+API) reach sources only through this module: by role, never by name."""
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
-from collectors import diskstats, holders, syncwrite, write_cache
+from collectors import diskstats, holders, write_cache
 from collectors.fusionio import source as fusionio
 from collectors.nvme_vendor import source as nvme_vendor
 from collectors.plugin import source as plugin
 from collectors.shannon import source as shannon
 from collectors.smartctl import source as smartctl
-from collectors.source import SourceSpec
+from collectors.source import HEALTH, DeviceFamily, HostView, SourceSpec
+from collectors.syncwrite import source as syncwrite
 
 SOURCES: Tuple[SourceSpec, ...] = (
     shannon.SPEC,
@@ -30,6 +34,31 @@ SOURCES: Tuple[SourceSpec, ...] = (
 BY_NAME: Dict[str, SourceSpec] = {spec.name: spec for spec in SOURCES}
 NAMES: Tuple[str, ...] = tuple(BY_NAME)
 DEFAULT_ENABLED: Tuple[str, ...] = tuple(spec.name for spec in SOURCES if spec.enabled)
+# The sources whose readings are drives' health: their read times are the data age.
+HEALTH_SOURCES: Tuple[str, ...] = tuple(spec.name for spec in SOURCES if spec.role == HEALTH)
+# Host sources and how their results are shown, in registry order.
+HOST_VIEWS: Tuple[Tuple[str, HostView], ...] = tuple(
+    (spec.name, spec.host_view) for spec in SOURCES if spec.host_view is not None)
 
 if len(BY_NAME) != len(SOURCES):  # pragma: no cover - a registration mistake
     raise ImportError("two sources share a name")
+
+
+def _device_families() -> Dict[str, DeviceFamily]:
+    out: Dict[str, DeviceFamily] = {}
+    for spec in SOURCES:
+        for family in spec.devices:
+            if out.setdefault(family.name, family) != family:
+                raise ImportError(f"device family {family.name!r} is defined twice, differently "
+                                  f"(source {spec.name})")
+    return out
+
+
+# The device-name families the probe helper knows: the union of what the sources declare.
+DEVICE_FAMILIES: Dict[str, DeviceFamily] = _device_families()
+
+
+def host_results(host: Mapping[str, Any]) -> List[Tuple[str, HostView, Any]]:
+    """(source name, its view, its result) for each host source with a result in ``host``
+    (a snapshot's), in registry order."""
+    return [(name, view, host[name]) for name, view in HOST_VIEWS if host.get(name) is not None]

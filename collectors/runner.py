@@ -34,11 +34,14 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 log = logging.getLogger("ssdfleet.runner")
 
-DEFAULT_TIMEOUT = 20.0
+# The one bound of a tool call (issue 27): the configuration's ``tool_timeout_seconds`` defaults
+# to it, and the agent applies the configured value to every call a source makes through
+# :func:`bounded`. No probe or source keeps a timeout of its own.
+DEFAULT_TIMEOUT = 30.0
 DEFAULT_GRACE = 2.0
 DEFAULT_MAX_OUTPUT = 8 * 1024 * 1024
 
@@ -148,6 +151,29 @@ class _Live:
 
 
 LIVE = _Live()
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How long a tool may run, how long it has to die after SIGTERM, how much it may print."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    grace: float = DEFAULT_GRACE
+    max_output: int = DEFAULT_MAX_OUTPUT
+
+
+def bounded(runner: Callable[..., ToolResult], bounds: Callable[[], Bounds]) -> Callable[..., ToolResult]:
+    """``runner`` (:func:`run_tool`, the probe helper's client, a test's runner) with the
+    agent's bounds on every call. ``bounds`` is read at each call, so a reloaded configuration
+    applies to the next call. A bound the caller passes is replaced, not honoured: the
+    configuration is the one place a tool's time limit is set."""
+
+    def run(argv: Sequence[str], **kwargs: Any) -> ToolResult:
+        limits = bounds()
+        kwargs.update(timeout=limits.timeout, grace=limits.grace, max_output=limits.max_output)
+        return runner(argv, **kwargs)
+
+    return run
 
 
 def _killpg(pgid: int, sig: int) -> bool:

@@ -37,17 +37,27 @@ from collectors.failures import FailureLog
 from collectors.model import (
     CACHE_DISABLED,
     CACHE_ENABLED,
+    CACHE_SOURCE_HDPARM,
+    CACHE_SOURCE_NVME,
+    CACHE_SOURCE_SCSI_CACHE_TYPE,
+    CACHE_SOURCE_SMARTCTL,
+    CACHE_SOURCE_SYSFS_QUEUE,
     CACHE_UNKNOWN,
     CACHE_UNSUPPORTED,
     KIND_ATA,
     KIND_NVME,
     KIND_SCSI,
-    Drive,
     ParseError,
     WriteCacheState,
 )
 from collectors.runner import ToolResult, run_tool
+from collectors.smartctl.source import checked_type
 from collectors.source import (
+    ANNOTATE,
+    NVME_CTRL,
+    NVME_NS,
+    SD,
+    SG,
     Command,
     HelperChecks,
     Refused,
@@ -59,11 +69,12 @@ from collectors.source import (
     built,
 )
 
-SOURCE_SYSFS_QUEUE = "sysfs_queue"
-SOURCE_SCSI_CACHE_TYPE = "scsi_cache_type"
-SOURCE_HDPARM = "hdparm"
-SOURCE_NVME = "nvme_feature"
-SOURCE_SMARTCTL = "smartctl"
+# The answers' names live with WriteCacheState (collectors/model.py).
+SOURCE_SYSFS_QUEUE = CACHE_SOURCE_SYSFS_QUEUE
+SOURCE_SCSI_CACHE_TYPE = CACHE_SOURCE_SCSI_CACHE_TYPE
+SOURCE_HDPARM = CACHE_SOURCE_HDPARM
+SOURCE_NVME = CACHE_SOURCE_NVME
+SOURCE_SMARTCTL = CACHE_SOURCE_SMARTCTL
 
 # --------------------------------------------------------------------------------------------
 # hdparm -W
@@ -452,7 +463,6 @@ class WriteCacheReader:
         nvme: str = "nvme",
         smartctl: str = "smartctl",
         runner: Runner = run_tool,
-        timeout: float = 10.0,
         dev_root: str = "/dev",
         smartctl_json: Optional[bool] = None,
     ) -> None:
@@ -460,8 +470,7 @@ class WriteCacheReader:
         self.hdparm = hdparm
         self.nvme = nvme
         self.smartctl = smartctl
-        self.runner = runner
-        self.timeout = timeout
+        self.runner = runner  # bounded by its caller: the agent's runner applies the tool timeout
         self.dev_root = dev_root
         self.smartctl_json = smartctl_json
         # tool path -> why it could not be started, as last seen (e.g. "nvme: not found")
@@ -520,7 +529,7 @@ class WriteCacheReader:
 
     def _start(self, argv: List[str]) -> Optional[ToolResult]:
         """Run one tool; None when it could not be started at all (see read())."""
-        result = self.runner(argv, timeout=self.timeout)
+        result = self.runner(argv)
         if result.error is not None:
             self.unavailable[argv[0]] = result.error
             return None
@@ -623,22 +632,13 @@ class WriteCacheReader:
 log = logging.getLogger("ssdfleet.write_cache")
 
 
-def cache_block_device(drive: Drive, block: Mapping[str, object]) -> Optional[str]:
-    """The kernel block device whose queue files describe ``drive``'s cache, or None (a drive
-    behind a RAID controller has none of its own). NVMe: the queue files live on the
-    namespace (nvme0n1), SMART on the controller (nvme0)."""
-    label = drive.device
-    if ":" in label:
-        return None
-    if label in block:
-        return label
-    for name in sorted(block):
-        if getattr(block[name], "drive_name", None) == label:
-            return name
-    return None
-
-
 class WriteCacheSource(Source):
+    """Reads the cache state of every drive of the scheduler's inventory that has a kernel
+    block device of its own (``Target.queue_device``: the namespace nvme0n1 for the NVMe
+    controller nvme0; none for a drive behind a RAID controller), as the drive's kind asks
+    (hdparm for ATA, nvme get-feature for NVMe, smartctl for SCSI without sysfs answers), and
+    sysfs only for a drive its health source found asleep."""
+
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
         self._failures = FailureLog(log, "write cache: ")  # one line per distinct failure
@@ -649,7 +649,6 @@ class WriteCacheSource(Source):
             nvme=ctx.tool_paths["nvme"],
             smartctl=ctx.tool_paths["smartctl"],
             runner=ctx.run,
-            timeout=config.tool_timeout_seconds,
             dev_root=config.paths.dev,
         )
         self._states: Dict[str, Tuple[Tuple[WriteCacheState, ...], float]] = {}
@@ -657,23 +656,22 @@ class WriteCacheSource(Source):
     def run(self, budget: Optional[float] = None) -> RunResult:
         errors: List[str] = []
         now = self.ctx.clock()
-        block = self.ctx.block_devices()
         states = dict(self._states)
-        for drive in self.ctx.snapshot().drives:
-            name = cache_block_device(drive, block)
+        for target in self.ctx.targets():
+            name = target.queue_device
             if name is None:
                 continue
-            asleep = drive.reading.power_state == "standby"
+            asleep = target.power_state == "standby"
             got = self.ctx.probe(
-                drive.device,
-                lambda b=name, k=drive.reading.kind, z=asleep: tuple(self.reader.read(b, k, standby=z)),
+                target.name,
+                lambda b=name, k=target.kind, z=asleep: tuple(self.reader.read(b, k, standby=z)),
             )
             if got is None:
                 continue
-            states[drive.device] = (got, now)
+            states[target.name] = (got, now)
             for s in got:
                 if s.state == "unknown" and s.detail:
-                    errors.append(f"{drive.device} {s.source}: {s.detail}")
+                    errors.append(f"{target.name} {s.source}: {s.detail}")
         self._failures.run(errors)
         self._states = states
         return RunResult(tuple(errors))
@@ -683,9 +681,9 @@ class WriteCacheSource(Source):
 
 
 # Device families each command may name (collectors.source: the helper's kernel-name patterns).
-SMARTCTL_DEVICES = ("sd", "sg", "nvme_ctrl", "nvme_ns")
-HDPARM_DEVICES = ("sd",)
-NVME_DEVICES = ("nvme_ctrl",)
+SMARTCTL_DEVICES = (SD, SG, NVME_CTRL, NVME_NS)
+HDPARM_DEVICES = (SD,)
+NVME_DEVICES = (NVME_CTRL,)
 
 
 def _reader(checks: HelperChecks, prefix: str, runner, smartctl_json: Optional[bool] = None):
@@ -703,7 +701,7 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
             return None
         dev_type = None
         if "-d" in args and args.index("-d") + 1 < len(args):
-            dev_type = checks.dev_type(args[args.index("-d") + 1])
+            dev_type = checked_type(args[args.index("-d") + 1])
         prefix, name = checks.device(args[-1], SMARTCTL_DEVICES, dev_type)
         candidates = [
             built(lambda r, k=kind, j=as_json: _reader(checks, prefix, r, j)._smartctl(name, k))
@@ -732,8 +730,10 @@ SPEC = SourceSpec(
     help="write cache state: sysfs, hdparm -W, smartctl -g wcache, nvme get-feature",
     interval=60.0,
     build=WriteCacheSource,
+    role=ANNOTATE,
     tools={"hdparm": ("hdparm", "hdparm"), "nvme": ("nvme", "nvme"), "smartctl": ("smartctl", "smartctl")},
-    waits_for=("smartctl",),
+    reads_targets=True,
+    devices=SMARTCTL_DEVICES,
     helper=helper_rule,
     annotates="write_cache",
     priority=80,

@@ -7,23 +7,32 @@ project's fixture corpus (see ``layouts/PROVENANCE.tsv``); the simulator keeps i
 Where no capture of the exact model exists, the nearest family's layout is used and the entry
 says so in ``layout_note``:
 
-* LITEON LCH-256V2S (seeds/001): not in smartctl's drive database, and no capture of it exists
+* LITEON LCH-256V2S (the LITEON cache test): not in smartctl's drive database, and no capture of it exists
   in the corpus. Its sibling of the same V2 generation, the LITEON L8H-128V2G-HP, is also
   unknown to smartctl and prints the same generic names (``Unknown_Attribute`` for 173, the
   wear indicator, and ``Total_LBAs_Written`` for a counter that LITEON firmware keeps in
   32 MiB units). So the agent sees what it would see on a real one: no life left figure.
-* OCZ RevoDrive3 X2 (seeds/000): SandForce SF-2281 controllers behind a Marvell PCIe bridge.
+* OCZ RevoDrive3 X2 (the Shannon test): SandForce SF-2281 controllers behind a Marvell PCIe bridge.
   No capture exists; the SF-2281 layout of a Kingston HyperX 3K (SH103S3) stands in, reached
   as a SATA drive (``-d sat``) on its own ``/dev/sdX``, as the task statement asks.
-* Patriot Wildfire 120 GB (seeds/004): SF-2281 as well; same Kingston SF-2281 layout.
-* Intel 320 and 335 (seeds/003): real layouts of the same series (SSDSA2CW120G3,
+* Patriot Wildfire 120 GB (the 270 TB test): SF-2281 as well; same Kingston SF-2281 layout.
+* Intel 320 and 335 (the ZIL post): real layouts of the same series (SSDSA2CW120G3,
   SSDSC2CT060A3) at a different capacity.
 * Samsung NVMe: a real PM983 (MZQLB1T9HAJR) document.
-* Shannon Direct-IO 1.2 TB: the card of seeds/000 (driver 2.6.9, ``-a`` and ``-p``).
+* Shannon Direct-IO 1.2 TB: the card of the Shannon test (driver 2.6.9, ``-a`` and ``-p``).
 
-Rated P/E cycles and write amplification are the figures the source documents reason with;
+Rated P/E cycles and write amplification are the figures the published sources reason with;
 where they say nothing the value is a plausible one for the NAND generation and is marked
-``assumed``.
+``assumed``. The sources, by the short names the comments use:
+
+* the Shannon test: digoal, "shannon PCI-E SSD VS OCZ RevoDrive3 X2 PCI-E SSD on CentOS 6.5"
+  (2014), https://developer.aliyun.com/article/17226 (the 1.2 TB card's shannon-status reports, its rating, an OCZ RevoDrive 3 X2);
+* the LITEON cache test: digoal, a LITEON LCH-256V2S under pg_test_fsync with its write cache
+  on and off (2015), https://github.com/digoal/blog/blob/master/201512/20151220_08.md;
+* the ZIL post: Aaron Toponce, "ZFS Administration, Part III - The ZFS Intent Log" (2012),
+  https://pthree.org/2012/12/06/zfs-administration-part-iii-the-zfs-intent-log/ (Intel 320 and 335 P/E ratings, 3 MB/s of log writes);
+* the 270 TB test: StorageReview, "SSD Performance Review - 270TB Written",
+  https://storagereview.com/review/ssd-performance-review-270tb-written (a 120 GB Patriot Wildfire).
 """
 
 from __future__ import annotations
@@ -70,7 +79,7 @@ CATALOGUE: Dict[str, CatalogueModel] = {
             capacity_bytes=1200 * GB,
             physical_capacity_bytes=1632370000000,
             overprovision_percent=27.0,
-            # seeds/000: the vendor rates the card at capacity x 10,000; the card reported a
+            # the Shannon test: the vendor rates the card at capacity x 10,000; the card reported a
             # write amplifier of 1.45 under the author's pgbench load.
             pe_cycles=10000,
             write_amplification=1.45,
@@ -79,18 +88,18 @@ CATALOGUE: Dict[str, CatalogueModel] = {
             idle_celsius=58,
             busy_celsius=74,
             serial_format="0068192461{n:06x}",
-            factory_bad_ratio=0.010760,  # seeds/000: "Media status: 1.0760% bad block"
+            factory_bad_ratio=0.010760,  # the Shannon test: "Media status: 1.0760% bad block"
             spare_pool_ratio=0.08,
             late_bad_ratio=0.06,
-            layout_note="real: seeds/000 shannon-status -a / -p, driver 2.6.9",
+            layout_note="real: the Shannon test's shannon-status -a / -p, driver 2.6.9",
         ),
         CatalogueModel(
             key="liteon-lch-256v2s",
             kind="ata",
             model="LITEON LCH-256V2S",
             family=None,
-            firmware="FC8020A",  # seeds/001
-            capacity_bytes=256060514304,  # seeds/001
+            firmware="FC8020A",  # the LITEON cache test
+            capacity_bytes=256060514304,  # the LITEON cache test
             pe_cycles=3000,  # assumed: 19 nm Toshiba MLC of that generation
             write_amplification=1.8,  # assumed
             writes_per_day=100 * GB,
@@ -123,7 +132,7 @@ CATALOGUE: Dict[str, CatalogueModel] = {
             family="Intel 320 Series SSDs",
             firmware="4PC10362",
             capacity_bytes=300069052416,
-            # seeds/003: 25 nm MLC at ~5,000 P/E; the author's 3 MB/s lasts ~15 years, which
+            # the ZIL post: 25 nm MLC at ~5,000 P/E; the author's 3 MB/s lasts ~15 years, which
             # assumes no amplification, so neither does the simulation.
             pe_cycles=5000,
             write_amplification=1.0,
@@ -141,7 +150,7 @@ CATALOGUE: Dict[str, CatalogueModel] = {
             family="Intel 330/335 Series SSDs",
             firmware="335u",
             capacity_bytes=240057409536,
-            pe_cycles=3000,  # seeds/003: 20 nm MLC at ~3,000 P/E, ~7 years at 3 MB/s
+            pe_cycles=3000,  # the ZIL post: 20 nm MLC at ~3,000 P/E, ~7 years at 3 MB/s
             write_amplification=1.0,
             writes_per_day=3 * 10**6 * 86400,
             layout="ata-intel335.txt",
@@ -155,13 +164,13 @@ CATALOGUE: Dict[str, CatalogueModel] = {
             kind="ata",
             model="Patriot Wildfire",
             family="SandForce Driven SSDs",
-            firmware="332A",  # seeds/004: firmware updated from 319A to 332A
+            firmware="332A",  # the 270 TB test: firmware updated from 319A to 332A
             capacity_bytes=120034123776,
-            # seeds/004: 270 TB of incompressible writes left 21% of life. With 3,000 P/E
+            # the 270 TB test: 270 TB of incompressible writes left 21% of life. With 3,000 P/E
             # (24 nm toggle MLC) that is a write amplification of 3000*120e9*0.79/270e12.
             pe_cycles=3000,
             write_amplification=1.053,
-            writes_per_day=150 * GB,  # seeds/004: "150 GB a day for five years"
+            writes_per_day=150 * GB,  # the 270 TB test: "150 GB a day for five years"
             layout="ata-sandforce-sf2281.txt",
             idle_celsius=30,
             busy_celsius=42,

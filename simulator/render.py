@@ -9,7 +9,7 @@ Each renderer takes a :class:`~simulator.wear.DriveSpec` and its
   capture of that model or family. The NVMe document is a real PM983 capture.
 * ``smartctl`` text (an old-smartctl host): the same real capture's information section and
   attribute rows, printed in the classic ``-A`` layout smartctl 6.x prints without ``-f brief``.
-* ``shannon-status -a`` and ``-p``: the seeds/000 card's report, line by line.
+* ``shannon-status -a`` and ``-p``: the Shannon test's card report (simulator/catalogue.py), line by line.
 * ``hdparm -W``, ``nvme get-feature -f 6``, ``/proc/diskstats`` lines.
 
 Only the standard library is used here: this module runs inside the fake tool, a fresh Python
@@ -41,7 +41,7 @@ LAYOUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layouts")
 MIB32 = 32 * 1024 * 1024
 GIB = 1024**3
 NVME_DATA_UNIT = 512 * 1000  # NVMe data units are thousands of 512-byte blocks
-ERASE_BLOCK = 8 * 1024 * 1024  # seeds/000: 256 pages of 32 KiB per erase block
+ERASE_BLOCK = 8 * 1024 * 1024  # the Shannon test: 256 pages of 32 KiB per erase block
 
 SMARTCTL_JSON_VERSION = "7.3"
 SMARTCTL_OLD_VERSION = "6.2"
@@ -418,7 +418,7 @@ def _gib(gb: float) -> float:
 
 
 def shannon_a_card(spec: DriveSpec, st: DriveState) -> str:
-    """One card's block of ``shannon-status -a``, from the seeds/000 report."""
+    """One card's block of ``shannon-status -a``, from the Shannon test's report."""
     f = _shannon_figures(spec, st)
     subs = [
         (r"^Found Shannon PCIE SSD card /dev/\w+:", f"Found Shannon PCIE SSD card /dev/{f['device']}:"),
@@ -459,7 +459,7 @@ def shannon_a(cards: Sequence[Tuple[DriveSpec, DriveState]]) -> str:
 
 
 def shannon_p(spec: DriveSpec, st: DriveState) -> str:
-    """``shannon-status -p /dev/sctX`` (driver 2.6.x key=value), from the seeds/000 report."""
+    """``shannon-status -p /dev/sctX`` (driver 2.6.x key=value), from the Shannon test's report."""
     f = _shannon_figures(spec, st)
     values = {
         "drive": f"/dev/{f['device']}",

@@ -140,7 +140,12 @@ TOOLS = {"smartctl": _smartctl, "shannon-status": _shannon, "hdparm": _hdparm, "
 
 def run(state_path: str, tool: str, args: Sequence[str], real_now: Optional[float] = None) -> Tuple[str, str, int]:
     """(stdout, stderr, exit status) of ``tool args`` on the simulated host right now."""
-    host = HostState.load(state_path)
+    return run_on(HostState.load(state_path), tool, args, real_now)
+
+
+def run_on(host: HostState, tool: str, args: Sequence[str], real_now: Optional[float] = None) -> Tuple[str, str, int]:
+    """:func:`run` on a state already loaded (seeding history renders thousands of answers
+    from one state)."""
     handler = TOOLS.get(tool)
     if handler is None:
         return "", f"simulator: unknown tool {tool}\n", 127

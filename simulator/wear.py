@@ -11,7 +11,8 @@ The model, per drive:
   bytes written at any time cost a few floating-point operations.
 * NAND bytes = host bytes x write amplification (constant per drive).
 * Life used = NAND bytes / (capacity x rated P/E cycles). This is how the vendors rate the
-  Shannon card (seeds/000: capacity x 10,000) and how seeds/003 reasons about the Intel 320/335.
+  Shannon card (capacity x 10,000, simulator/catalogue.py's Shannon test) and how the ZIL post
+  reasons about the Intel 320/335.
 * Bad blocks grow late: nothing beyond the factory figure until 75% of life is used, then
   quadratically, eating into the spare pool (which is what turns spare/overprovision down).
 * Temperature follows the load of the daily cycle between an idle and a busy figure.
@@ -71,8 +72,8 @@ class DriveSpec:
     late_bad_ratio: float = 0.03  # grown bad blocks (fraction of all blocks) at 100% used
     spare_pool_ratio: float = 0.07  # spare blocks, as a fraction of all blocks
     io_size_bytes: int = 16384
-    write_latency_cache_on: float = 68e-6  # seeds/001: 14,640 fsync/s with the cache on
-    write_latency_cache_off: float = 1.9e-3  # seeds/001: 527 fsync/s with the cache off
+    write_latency_cache_on: float = 68e-6  # the LITEON cache test: 14,640 fsync/s with the cache on
+    write_latency_cache_off: float = 1.9e-3  # the LITEON cache test: 527 fsync/s with the cache off
     read_latency: float = 120e-6
     extra: Dict[str, Any] = field(default_factory=dict)
 

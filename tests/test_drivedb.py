@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from collectors.smartctl import drivedb
-from collectors.smartctl.source import use_drive_database
+from collectors.smartctl.source import choose_drive_database
 
 DB = drivedb.bundled()
 
@@ -80,12 +80,27 @@ def test_a_bad_drivedb_setting_falls_back_to_the_bundled_copy(setting, tmp_path,
     if setting == "garbage":
         path.write_text("this is not a drive database\n")
     caplog.set_level(logging.INFO, logger="ssdfleet.poller")
-    try:
-        use_drive_database(str(path))
-        assert drivedb.active() is DB
-        assert any(r.levelno == logging.ERROR and "smartctl_drivedb" in r.getMessage() for r in caplog.records)
-    finally:
-        drivedb.use(None)
+    assert choose_drive_database(str(path)) is DB
+    assert any(r.levelno == logging.ERROR and "smartctl.drivedb" in r.getMessage() for r in caplog.records)
+
+
+def test_the_database_is_the_sources_value_not_a_global(tmp_path):
+    """Issue 27: a database is used for the parses it is handed to (the smartctl source holds
+    its own), and only there: another parse, here or in another thread, names by the bundled
+    copy."""
+    import threading
+
+    newer = tmp_path / "drivedb.h"
+    newer.write_text(drivedb.BUNDLED.read_text().replace("drivedb.h 5319 2022-02-19", "drivedb.h 9999 2030-01-01"))
+    chosen = choose_drive_database(str(newer))
+    assert chosen.revision == 9999 and drivedb.active() is DB
+    seen = []
+    with drivedb.using(chosen):
+        seen.append(drivedb.active().revision)
+        other = threading.Thread(target=lambda: seen.append(drivedb.active().revision))
+        other.start()
+        other.join()
+    assert seen == [9999, 5319] and drivedb.active() is DB
 
 
 def test_best_available_takes_a_newer_host_copy(tmp_path):

@@ -34,6 +34,7 @@ from collectors.holders import (
     summary,
 )
 from collectors.model import Holding, ParseError
+from collectors.runner import Bounds, bounded, run_tool
 from tests.conftest import fixture_path
 from tests.fakehost import FakeHost
 
@@ -387,7 +388,7 @@ def test_missing_zpool_is_no_zfs(tmp_path):
 def test_hung_zpool_is_an_error_and_no_zfs(tmp_path):
     host = postgres_host(tmp_path)
     fake_zpool(host, fixture_path(FX + "omvzfs__zpool_status_P_simplepool_sata_byid.txt"), sleep=30)
-    held, errors = reader(host, timeout=0.5).read()
+    held, errors = reader(host, runner=bounded(run_tool, lambda: Bounds(timeout=0.5, grace=0.2))).read()
     assert len(errors) == 1 and "zpool status -P: timed out" in errors[0], errors
     assert "sdg" not in held
     assert Holding("/var/lib/postgresql", "ext4", "sdi1", ("md0",)) in held["sdi"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent.privhelper import Refused, Validator
 from collectors.smartctl import normalise_smartctl, passthrough
-from collectors.smartctl.source import SmartTarget
+from collectors.smartctl.source import SmartTarget, checked_type
+from collectors.source import Refused
 
 # smartctl 7.3's -h, "-d TYPE": one example of each form, and sssraid (7.4).
 PASS_THROUGH = ["megaraid,0", "sat+megaraid,60", "aacraid,0,0,4", "cciss,3", "3ware,2", "areca,3", "areca,3/1",
@@ -32,7 +32,7 @@ def _reading(dev_type: str):
 @pytest.mark.parametrize("dev_type", PASS_THROUGH)
 def test_a_disk_behind_a_controller_is_not_the_node_it_is_read_through(dev_type):
     assert passthrough.is_valid(dev_type)
-    assert Validator.dev_type(dev_type) == dev_type  # the probe helper runs it
+    assert checked_type(dev_type) == dev_type  # the probe helper runs it
     assert _reading(dev_type).block_device is None  # not /dev/sda's diskstats or write cache
     assert SmartTarget("/dev/sda", dev_type).label == f"sda:{dev_type}"  # one label per disk
 
@@ -40,7 +40,7 @@ def test_a_disk_behind_a_controller_is_not_the_node_it_is_read_through(dev_type)
 @pytest.mark.parametrize("dev_type", PLAIN)
 def test_a_plain_type_is_the_node_itself(dev_type):
     assert passthrough.is_valid(dev_type) and not passthrough.is_pass_through(dev_type)
-    assert Validator.dev_type(dev_type) == dev_type
+    assert checked_type(dev_type) == dev_type
     assert _reading(dev_type).block_device == "sda"
     assert SmartTarget("/dev/sda", dev_type).label == "sda"
 
@@ -49,7 +49,7 @@ def test_a_plain_type_is_the_node_itself(dev_type):
 def test_a_malformed_type_is_refused(dev_type):
     assert not passthrough.is_valid(dev_type)
     with pytest.raises(Refused):
-        Validator.dev_type(dev_type)
+        checked_type(dev_type)
 
 
 def test_a_bare_controller_name_from_smartctl_json_still_means_a_controller():

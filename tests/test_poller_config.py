@@ -4,6 +4,7 @@ passes. Real fake-tool processes and a fake sysfs tree; no mocks."""
 
 from __future__ import annotations
 
+import os
 import time
 
 from agent.metrics import make_registry
@@ -81,13 +82,26 @@ def test_device_mapper_and_loop_only_when_configured(tmp_path):
 
 
 def test_write_cache_tools_get_the_configured_dev_root_and_timeout(tmp_path):
+    """Issue 27: one tool timeout, applied in the runner. Every call any source makes (smartctl's
+    probe still carries a default of its own, hdparm and nvme have none) reaches the runner
+    with the configured bounds."""
+    from agent.poller import Poller
+    from collectors.runner import run_tool
+
     host = build_default_host(tmp_path)
     dev = tmp_path / "hostdev"
     dev.mkdir()
-    poller = make_poller(host, collectors=["smartctl", "write_cache"], tool_timeout_seconds=7.5,
-                         paths={"sysfs": str(host.sys), "procfs": str(host.proc), "dev": str(dev)})
+    asked = []
+
+    def runner(argv, **kwargs):
+        asked.append((argv[0], kwargs.get("timeout"), kwargs.get("grace"), kwargs.get("max_output")))
+        return run_tool(argv, **kwargs)
+
+    config = make_poller(host, collectors=["smartctl", "write_cache"], tool_timeout_seconds=7.5,
+                         tool_max_output_bytes=4 << 20, paths={"sysfs": str(host.sys), "procfs": str(host.proc),
+                                                            "dev": str(dev)}).config
+    poller = Poller(config, runner=runner)
     try:
-        assert poller.sources["write_cache"].reader.timeout == 7.5
         poller.run_discovery()
         poller.run("smartctl")
         poller.run("write_cache")
@@ -95,6 +109,9 @@ def test_write_cache_tools_get_the_configured_dev_root_and_timeout(tmp_path):
         poller.stop()
     hdparm = [c for c in host.calls() if c.startswith("hdparm")]
     assert hdparm == [f"hdparm -W {dev}/sda"]
+    tools = {os.path.basename(a[0]) for a in asked}
+    assert {"smartctl", "hdparm", "nvme"} <= tools, asked
+    assert {a[1:] for a in asked} == {(7.5, 0.2, 4 << 20)}, asked
 
 
 def test_first_write_cache_pass_waits_for_the_first_smart_pass(tmp_path):

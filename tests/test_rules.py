@@ -25,7 +25,11 @@ RECORDING = PROM_DIR / "ssdfleet-recording.yml"
 RUNBOOKS = ROOT / "docs" / "runbooks.md"
 METRICS_DOC = ROOT / "docs" / "metrics.md"
 UNIT_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yml"))
-RUNBOOK_BASE = "https://github.com/ssdfleet/ssdfleet/blob/main/docs/runbooks.md#"
+# Every alert's runbook_url: the section on the agent that raised the alert (its /runbooks), or
+# under the ssdfleet_runbook_url external label when one is set (tests/test_ui_runbook_links.py
+# follows the links).
+RUNBOOK_BASE = ("{{ with $externalLabels.ssdfleet_runbook_url }}{{ . }}{{ else }}"
+                "http://{{ $labels.instance }}/runbooks{{ end }}#")
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package prometheus)")

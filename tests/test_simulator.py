@@ -34,10 +34,10 @@ STEP = 8 * 3600.0
 @pytest.fixture
 def sim(tmp_path):
     drives = [
-        # A SATA drive of seeds/003 worked harder than the author's ZIL, 40% used.
+        # An Intel 320 (the ZIL post of simulator/catalogue.py) worked harder than its author's ZIL, 40% used.
         make_spec("intel-320-300", "sda", 1, T0, start_life_used=0.40, writes_per_day=3e12),
         make_spec("samsung-pm983-1920", "nvme0", 2, T0, start_life_used=0.30, writes_per_day=8e12),
-        # The seeds/000 card at the author's "abusive" load, 60% used.
+        # The Shannon test's card at its author's "abusive" load, 60% used.
         make_spec("shannon-directio-1200", "scta", 3, T0, start_life_used=0.60, writes_per_day=40e12),
     ]
     host = SimHost(tmp_path / "host", drives, speed=0.0, sim_start=T0)
@@ -154,7 +154,7 @@ def test_old_smartctl_host_is_read_through_the_text_parser(tmp_path):
     finally:
         poller.stop()
     assert not any("--json" in c for c in host.calls() if "--scan" not in c and "--version" not in c)
-    # seeds/004: 270 TB written leaves 21% of a 120 GB SandForce drive's life
+    # the 270 TB test: 270 TB written leaves 21% of a 120 GB SandForce drive's life
     assert drive.reading.life_left_ratio == pytest.approx(0.21)
     assert drive.reading.host_written_bytes / 1e12 == pytest.approx(270, rel=0.01)
 
@@ -237,3 +237,34 @@ def test_ssdfleet_agent_simulate_serves_every_drive(tmp_path):
     finally:
         stop_process(proc)
         log.close()
+
+
+def test_demo_plan_gives_each_drive_its_stage_of_life():
+    """The demo's drives as planned (simulator/demo.py, DEMO_PLAN): the life each has used at
+    the start, its load, and a power-on time its wear could have taken at that load."""
+    from simulator.demo import DEMO_PLAN, backfill_times, demo_plan
+
+    t0 = T0
+    specs = demo_drives(8, t0)
+    assert [s.device for s in specs] == ["scta", "sda", "nvme0", "sdb", "sdc", "sdd", "sde", "nvme1"]
+    for spec, plan in zip(specs, DEMO_PLAN):
+        st = state_at(spec, t0)
+        assert st.life_used == pytest.approx(plan.life_used)
+        assert spec.writes_per_day == plan.writes_per_day and st.write_cache == plan.write_cache
+        # powered on long enough to have written that much at its load (a month at least)
+        assert t0 - spec.born >= max(30 * DAY, plan.life_used * spec.host_budget_bytes / plan.writes_per_day * DAY) - 1
+    # the warning drive wears out about three months after the start at its own load
+    sdd = specs[5]
+    assert (wearout_time(sdd) - t0) / DAY == pytest.approx(0.085 * sdd.host_budget_bytes / sdd.writes_per_day, rel=0.01)
+    assert 80 < (wearout_time(sdd) - t0) / DAY < 100
+    # beyond the plan: more healthy drives, none past 60% used, none with its cache off
+    extra = demo_plan(20)[8:]
+    assert all(0.05 <= d.life_used <= 0.61 and d.write_cache for d in extra)
+    # the seeded history: sparse far back, daily in the last week, ending an hour before now
+    now = T0 + 90 * DAY
+    times = backfill_times(now - 90 * DAY, now)
+    assert times == sorted(times) and times[0] == now - 90 * DAY and times[-1] == now - 3600
+    assert 20 <= len(times) <= 40
+    assert sum(1 for t in times if t > now - 7 * DAY) >= 7
+    short = backfill_times(now - 7200, now)  # a speeded-up demo's two hours
+    assert len(short) == 12 and all(b - a == 600 for a, b in zip(short, short[1:]))

@@ -1,7 +1,8 @@
 """``ssdfleet status`` as a person or Nagios runs it: the real command on fake hosts.
 
-Exit codes: a host with only a healthy drive 0, media errors 1, a write cache switched off 2,
-nothing readable 3. The agent-backed tests run the real agent (with two weeks of seeded
+Exit codes, exactly as README.md ("Commands") gives them: a host with only a healthy drive 0,
+media errors 1, one drive unreadable beside a readable one 1, a write cache switched off 2,
+nothing readable or no drives 3 (and 3 for an agent that refuses: tests/test_status_auth.py). The agent-backed tests run the real agent (with two weeks of seeded
 history, see test_page) and read it over HTTP.
 """
 
@@ -20,10 +21,11 @@ import sys
 import termios
 import time
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
+from agent.views import input_rows
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, FakeHost, build_default_host, free_port
 from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL, SHANNON_SERIAL
@@ -80,19 +82,21 @@ def only_nvme0_host(root: Path) -> FakeHost:
     return host
 
 
-def projection_blocks(out: str) -> Dict[str, Tuple[str, str, Dict[str, str]]]:
-    """The wear-out methods in `status --drive` output, in order: name -> (mark, verdict,
-    {input: value})."""
+def projection_blocks(out: str, projections: List[Dict[str, Any]]) -> Dict[str, Tuple[str, str, Dict[str, str]]]:
+    """The wear-out methods in `status --drive` output, in order, keyed by the API's method
+    name (the output names them in words, the API's ``label``): method -> (mark, verdict,
+    {input in words: value})."""
+    by_label = {p["label"]: p["method"] for p in projections}
     blocks: Dict[str, Tuple[str, str, Dict[str, str]]] = {}
     current = None
     for line in out.split("\nwear-out", 1)[1].splitlines()[1:]:
-        m = re.match(r"^  ([* ]) (observed|rated|trend)\s+(.*)$", line)
-        if m:
-            current = m.group(2)
+        m = re.match(r"^  ([* ]) (from [^:]+): (.*)$", line)
+        if m and m.group(2) in by_label:
+            current = by_label[m.group(2)]
             blocks[current] = (m.group(1), m.group(3), {})
         elif current and line.startswith(" " * 16) and line.strip() != "(no inputs)":
-            name, value = line.strip().split(None, 1)
-            blocks[current][2][name] = value
+            name, value = line.strip().split(":", 1)
+            blocks[current][2][name] = value.strip()
         elif current and line.startswith(" " * 14):
             mark, verdict, inputs = blocks[current]
             blocks[current] = (mark, verdict + " " + line.strip(), inputs)  # a folded note
@@ -167,6 +171,28 @@ def test_nothing_readable_exits_3(tmp_path):
     assert rows["sda"]["HEALTH"] == "UNKNOWN: no health data"
     assert "UNKNOWN: 1 without health data" in r.stdout
     assert json.loads(run_status(host, "--json").stdout)["exit_code"] == 3
+
+
+def test_one_drive_unreadable_beside_a_readable_one_exits_1(tmp_path):
+    """The README's rule: a drive no health tool could read is a warning (its health is
+    unknown, so the host is not OK); UNKNOWN is kept for a host where none could be read."""
+    host = only_nvme0_host(tmp_path)
+    scan = json.loads(fixture_path("fakehost/telegraf__testcases_scan_all.json").read_text())
+    scan["devices"] = [d for d in scan["devices"] if d["name"] in ("/dev/nvme0", "/dev/sda")]
+    host.set_response("smartctl", "scan", json.dumps(scan))
+    host.set_response("smartctl", "sda", "", exit_code=2)
+    host.block_device("sda", 976773168, model="Samsung SSD 860 EVO 500GB")
+    host.diskstats(" 259       0 nvme0n1 5000 0 400000 900 8000 0 1280000 1500 1 2100 2400 0 0 0 0 0 0\n"
+                   "   8       0 sda 120 10 9000 50 400 20 64000 300 0 280 350 0 0 0 0 4 2\n")
+    r = run_status(host, "--color", "never")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = table_rows(r.stdout)
+    assert rows["sda"]["HEALTH"] == "UNKNOWN: no health data" and rows["nvme0"]["HEALTH"] == "OK"
+    assert r.stdout.rstrip().endswith("WARNING: 1 ok, 1 without health data")
+    data = json.loads(run_status(host, "--json").stdout)
+    assert data["severity"] == "warning" and data["exit_code"] == 1
+    # asked about the unreadable drive alone, the answer is UNKNOWN
+    assert run_status(host, "--drive", "sda").returncode == 3
 
 
 def test_no_drives_at_all_exits_3(tmp_path):
@@ -255,13 +281,15 @@ def test_drive_details_from_the_agent(seeded_agent):
     out = r.stdout
     assert out.startswith(f"dfa  sh-shannon-pcie-ssd  serial {SHANNON_SERIAL}  (shannon")
     assert re.search(r"^life left\s+99%", out, re.M)
-    # the wear-out date and the numbers behind it
-    m = re.search(r"^wear-out\s+(\d{4}-\d\d-\d\d) \(in [\d.]+ years\) by the rated method \(marked \*\)$", out, re.M)
+    # the wear-out date and the numbers behind it, the method named in words
+    m = re.search(r"^wear-out\s+(\d{4}-\d\d-\d\d) \(in [\d.]+ years\), from the rated P/E cycles \(marked \*\)$",
+                  out, re.M)
     assert m, out
     api = {d["serial"]: d for d in json.loads(agent.get("/api/v1/drives"))["drives"]}[SHANNON_SERIAL]
     assert m.group(1) == time.strftime("%Y-%m-%d", time.gmtime(api["wearout_timestamp"]))
-    # all three methods, each with its verdict and its own inputs; the one behind the date marked
-    methods = projection_blocks(out)
+    # all three methods, each with its verdict and its own inputs in words; the one behind the
+    # date marked
+    methods = projection_blocks(out, api["projections"])
     assert [(name, mark) for name, (mark, _, _) in methods.items()] == [
         ("observed", " "), ("rated", "*"), ("trend", " ")]
     by_method = {p["method"]: p for p in api["projections"]}
@@ -271,16 +299,19 @@ def test_drive_details_from_the_agent(seeded_agent):
             assert verdict == f"no date: {p['note']}", verdict
         else:
             assert verdict.startswith(time.strftime("%Y-%m-%d", time.gmtime(p["wearout_timestamp"]))), verdict
-        assert set(inputs) == set(p["inputs"]) - {"now"} | ({"endurance_remaining"} if p["endurance_remaining_bytes"] else set())
+        assert list(inputs) == [label for label, _ in input_rows(p)]
+        assert not any("_" in label for label in inputs), list(inputs)  # words, not the API's keys
     # observed waits: 1% of life used is too little to extrapolate from whole percents
     assert methods["observed"][1].startswith("no date: only 1.0% of life used")
-    assert methods["observed"][2]["life_used_ratio"] == "1%"
-    assert methods["observed"][2]["nand_domain"] == "yes: counted in NAND bytes"
-    assert methods["rated"][2]["pe_cycles"] == "10000 P/E cycles"
-    assert re.fullmatch(r"[\d.]+ [GT]B/day", methods["rated"][2]["write_rate_bytes_per_second"])
-    assert re.fullmatch(r"[\d.]+ PB", methods["rated"][2]["endurance_remaining"])
+    assert methods["observed"][2]["life used"] == "1%"
+    assert methods["observed"][2]["trusted once life used reaches"] == "5%"
+    assert "NAND written" in methods["observed"][2]  # the card counts NAND bytes: said by the name
+    assert methods["rated"][2]["rated P/E cycles"] == "10000 P/E cycles"
+    assert re.fullmatch(r"[\d.]+ [GT]B/day", methods["rated"][2]["NAND writes"])  # the card counts NAND bytes
+    assert re.fullmatch(r"[\d.]+ PB", methods["rated"][2]["host writes left"])
     # the seeded history has life left falling 100% -> 99%: the trend has a slope to show
-    assert re.fullmatch(r"-[\d.]+ points/day", methods["trend"][2]["life_slope_per_second"])
+    assert re.fullmatch(r"[\d.]+%", methods["trend"][2]["life used a day"])
+    assert "points/day" not in out and "min_life_used" not in out
     # history from the agent's own samples (seeded 1.000% -> 1.076% bad blocks, 100% -> 99% life)
     assert re.search(r"^history\s+\d+ samples from ", out, re.M)
     assert "life left: 100% -> 99% over" in out
@@ -296,8 +327,9 @@ def test_drive_by_device_name_and_its_exit_code(seeded_agent):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "CRITICAL   write cache disabled, expected enabled" in r.stdout
     assert re.search(r"^write cache\s+disabled \(expected enabled\); .*hdparm: disabled", r.stdout, re.M)
-    assert re.search(r"^wear-out\s+\d{4}-\d\d-\d\d .* by the observed method \(marked \*\)$", r.stdout, re.M)
-    assert projection_blocks(r.stdout)["observed"][0] == "*"
+    assert re.search(r"^wear-out\s+\d{4}-\d\d-\d\d .*, from host writes \(marked \*\)$", r.stdout, re.M)
+    sda = json.loads(run_status(host, "--drive", "sda", "--json", agent_url=agent.url).stdout)["drives"][0]
+    assert projection_blocks(r.stdout, sda["projections"])["observed"][0] == "*"
     r = run_status(host, "--drive", "nvme1", "--json", agent_url=agent.url)
     assert r.returncode == 1
     data = json.loads(r.stdout)
@@ -313,11 +345,11 @@ def test_agent_table_has_rates_and_dates(seeded_agent):
     r = run_status(host, "--color", "never", agent_url=agent.url)
     assert r.returncode == 2
     rows = table_rows(r.stdout)
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d rated", rows["dfa"]["WEAR-OUT"])
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d observed", rows["sda"]["WEAR-OUT"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d from the rated P/E cycles", rows["dfa"]["WEAR-OUT"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d from host writes", rows["sda"]["WEAR-OUT"])
     assert re.fullmatch(r"[\d.]+ [GT]B", rows["dfa"]["WRITES/DAY"])  # about 0.5 TB a day, seeded
     assert rows["dfa"]["WRITTEN"] == "13.8 TB"
-    assert "1.076% rising" == rows["dfa"]["BAD-BLOCKS"]
+    assert "1.076% rising" == rows["dfa"]["ERRORS"]
 
 
 def test_watch_redraws(host):

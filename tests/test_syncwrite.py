@@ -306,7 +306,7 @@ def test_off_by_default(tmp_path):
         snap = poller.poll_once()
     finally:
         poller.stop()
-    assert "syncwrite" not in poller.sources and snap.syncwrite == ()
+    assert "syncwrite" not in poller.sources and "syncwrite" not in snap.host
     assert b"ssd_syncwrite" not in render(make_registry(poller.snapshot))
 
 
@@ -447,7 +447,7 @@ def test_the_api_and_status_show_the_latest_burst(tmp_path):
     from fastapi.testclient import TestClient
 
     from agent.api import create_app
-    from agent.status import format_syncwrite
+    from agent.status import format_host
 
     host = FakeHost(tmp_path / "host")
     host.diskstats("   8       0 sda 1 0 8 1 1 0 8 1 0 1 1\n")
@@ -461,24 +461,27 @@ def test_the_api_and_status_show_the_latest_burst(tmp_path):
         poller.stop()
     with TestClient(create_app(poller.snapshot)) as client:
         data = client.get("/api/v1/drives").json()
-    (item,) = data["syncwrite"]
+    (item,) = data["host"]["syncwrite"]
+    assert data["syncwrite"] == data["host"]["syncwrite"]  # the pre-issue-27 key, kept for one release
     assert item["directory"] == str(wal) and item["method"] == "fdatasync" and item["ops"] == 16
     assert item["ops_per_second"] > 0
     assert 0 < item["latency_median_seconds"] <= item["latency_p99_seconds"] <= item["latency_max_seconds"]
-    text = format_syncwrite(data["syncwrite"])
+    text = format_host(data)
     assert text.startswith("sync-write probe")
     assert f"{wal}: " in text and "fdatasync/s" in text and "median" in text and "p99" in text
-    assert format_syncwrite([]) == ""
+    assert format_host({"host": {"syncwrite": []}}) == "" and format_host({}) == ""
+    # An agent from before issue 27 answers with the top-level key only.
+    assert format_host({"syncwrite": data["syncwrite"]}) == text
 
 
 def test_status_says_why_a_directory_was_skipped_and_tolerates_missing_figures():
-    from agent.status import format_syncwrite
+    from agent.status import format_host
 
-    text = format_syncwrite([
+    text = format_host({"host": {"syncwrite": [
         {"directory": "/srv/ro", "device": "sdb", "method": "fdatasync", "ops": 0,
          "skipped": "read_only", "detail": "the filesystem is mounted read-only"},
         {"directory": "/srv/wal", "device": "", "method": "O_DSYNC", "ops": 3, "ops_per_second": None,
          "latency_median_seconds": None, "latency_p99_seconds": None},
-    ])
+    ]}})
     assert "/srv/ro on sdb: skipped (read_only: the filesystem is mounted read-only)" in text
     assert "/srv/wal: 3 O_DSYNC writes" in text and "median" not in text.split("/srv/wal")[1]

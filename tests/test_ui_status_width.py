@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 import pytest
 
 from agent.status import COLUMNS, KEPT, clip, ellipsis_for, table_width
+from agent.views import input_rows
 from tests.conftest import fixture_path
 from tests.fakehost import ROOT, FakeHost, build_default_host, free_port
 from tests.test_e2e_agent import NVME0_SERIAL, NVME1_SERIAL, SDA_SERIAL, SHANNON_SERIAL
@@ -105,11 +106,11 @@ def test_120_columns_adds_cache_temperature_and_bad_blocks(host):
     assert r.returncode == 2, r.stdout + r.stderr
     rows = check_fits(r.stdout, 120)
     cols = headers(r.stdout)
-    assert set(KEPT) < set(cols) and {"CACHE", "TEMP", "BAD-BLOCKS"} <= set(cols), cols
+    assert set(KEPT) < set(cols) and {"CACHE", "TEMP", "ERRORS"} <= set(cols), cols
     # compact forms: the cache mismatch and the hottest sensor
     assert rows["sda"]["CACHE"] == "DISABLED!" and rows["nvme1"]["CACHE"] == "enabled"
     assert rows["dfa"]["TEMP"] == "71C"  # the controller, the hottest of three Shannon sensors
-    assert rows["nvme1"]["BAD-BLOCKS"] == "7 media err"
+    assert rows["nvme1"]["ERRORS"] == "7 media err"
     # no agent, so no rate: WRITES/DAY is "-" on every drive and gives its room to others
     assert "WRITES/DAY" not in cols
     # the lower-priority ones go first
@@ -154,16 +155,15 @@ def test_drive_details_fit_80_columns_with_all_three_methods(host):
         assert len(line) <= 80, line
     data = piped(host, None, "--drive", SHANNON_SERIAL, "--json")
     (drive,) = json.loads(data.stdout)["drives"]
-    blocks = projection_blocks(r.stdout)
+    blocks = projection_blocks(r.stdout, drive["projections"])
     assert list(blocks) == ["observed", "rated", "trend"]
     # one poll and no agent: no rate, so no method has a date and none is marked; each
     # says why, in full, folded over lines
     for p in drive["projections"]:
         mark, verdict, inputs = blocks[p["method"]]
         assert mark == " " and verdict == "no date: " + " ".join(p["note"].split()), verdict
-        assert set(inputs) == set(p["inputs"]) - {"now"} | (
-            {"endurance_remaining"} if p["endurance_remaining_bytes"] else set())
-    assert blocks["rated"][2]["pe_cycles"] == "10000 P/E cycles"
+        assert list(inputs) == [label for label, _ in input_rows(p)]
+    assert blocks["rated"][2]["rated P/E cycles"] == "10000 P/E cycles"
     assert re.search(r"^wear-out\s+no date: no method could project one yet", r.stdout, re.M)
 
 

@@ -24,7 +24,6 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import bcrypt
 import httpx
 import pytest
-import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -46,7 +45,6 @@ from agent.webconfig import (
     parse_web_config,
     secure_app,
     ssl_context,
-    uvicorn_ssl_kwargs,
 )
 from tests.conftest import fixture_files, fixture_path
 
@@ -91,6 +89,11 @@ def _issue(
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        # Python 3.13's default client context verifies strictly (VERIFY_X509_STRICT), which
+        # wants the issuer's key identifier in every certificate it signed.
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+            (issuer[1] if issuer else key).public_key()), critical=False)
     )
     cert = builder.sign(issuer[1] if issuer else key, hashes.SHA256())
     (directory / f"{stem}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
@@ -234,12 +237,12 @@ def test_empty_config_means_no_settings(fixture: str, confdir: Path) -> None:
     cfg = load_web_config(str(place(fixture, confdir)))
     assert cfg is not None
     assert cfg.tls is None and not cfg.basic_auth_users and cfg.http.headers == ()
-    assert ssl_context(cfg) is None and uvicorn_ssl_kwargs(cfg) == {}
+    assert ssl_context(cfg) is None
 
 
 def test_no_path_means_plain_http() -> None:
     assert load_web_config(None) is None
-    assert ssl_context(None) is None and uvicorn_ssl_kwargs(None) == {}
+    assert ssl_context(None) is None
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
@@ -322,20 +325,15 @@ def test_parse_web_config_needs_no_file(tmp_path: Path) -> None:
     assert cfg == WebConfig(http=webconfig.HTTPServerConfig(headers=(("X-Content-Type-Options", "nosniff"),)))
 
 
-def test_uvicorn_kwargs_build_the_same_context(confdir: Path) -> None:
+def test_the_context_carries_every_setting(confdir: Path) -> None:
     cfg = load_web_config(str(place("tls_all_keys.good.yml", confdir)))
-    kwargs = uvicorn_ssl_kwargs(cfg)
-    assert kwargs["ssl_certfile"] == str(confdir / "server.crt")
-    assert kwargs["ssl_keyfile"] == str(confdir / "server.key")
-    assert kwargs["ssl_ca_certs"] == str(confdir / "ca.crt")
-    assert kwargs["ssl_cert_reqs"] == ssl.CERT_OPTIONAL
-    assert kwargs["ssl_ciphers"] == "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384"
-    config = webconfig.uvicorn_config(FastAPI(), cfg)
-    config.load()
-    assert isinstance(config.ssl, ssl.SSLContext)
-    assert config.ssl.minimum_version == ssl_context(cfg).minimum_version
-    assert config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2
-    assert not config.ssl.options & ssl.OP_CIPHER_SERVER_PREFERENCE
+    ctx = ssl_context(cfg)
+    assert isinstance(ctx, ssl.SSLContext)
+    assert ctx.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert ctx.verify_mode == ssl.CERT_OPTIONAL
+    assert not ctx.options & ssl.OP_CIPHER_SERVER_PREFERENCE
+    tls12 = {c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"}
+    assert tls12 == {"ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384"}
 
 
 # --- basic auth in-process ------------------------------------------------------------------
@@ -484,6 +482,83 @@ def test_successes_are_cached_and_unknown_users_still_cost_a_bcrypt(monkeypatch:
         assert calls[-1][4:7] == users["prometheus"][4:7]  # same bcrypt cost
 
 
+class _HeldChecks:
+    """A ``checkpw`` for :class:`webconfig.BcryptGate` that runs real bcrypt but only when the
+    test lets each call go, recording the passwords in the order the worker took them."""
+
+    def __init__(self) -> None:
+        self.order: List[bytes] = []
+        self._go = threading.Semaphore(0)
+
+    def __call__(self, password: bytes, hashed: bytes) -> bool:
+        self.order.append(password)
+        assert self._go.acquire(timeout=20)
+        return bcrypt.checkpw(password, hashed)
+
+    async def release(self, taken: int) -> None:
+        """Let the running check finish once the worker has taken ``taken`` checks."""
+        for _ in range(1000):
+            if len(self.order) >= taken:
+                break
+            await asyncio.sleep(0.01)
+        self._go.release()
+
+
+def test_bcrypt_gate_serves_a_clean_address_before_a_guessers_queue() -> None:
+    held = _HeldChecks()
+    right = bcrypt.hashpw(b"right", bcrypt.gensalt(4))
+    gate = webconfig.BcryptGate(queue=3, per_client=2, checkpw=held)
+    guesser, scraper = "192.0.2.9", "192.0.2.1"
+
+    async def scenario() -> None:
+        check = gate.check
+        first = asyncio.ensure_future(check(guesser, b"k0", b"g0", right))
+        await asyncio.sleep(0.05)  # g0 is running
+        queued = [asyncio.ensure_future(check(guesser, k, p, right)) for k, p in ((b"k1", b"g1"), (b"k2", b"g2"))]
+        await asyncio.sleep(0)
+        with pytest.raises(webconfig._Busy):  # a third waiting check from the same address
+            await check(guesser, b"k3", b"g3", right)
+        await held.release(1)
+        assert await first is False
+        assert gate.record(guesser) == (1, 4)
+        scrape = asyncio.ensure_future(check(scraper, b"ks", b"right", right))
+        await held.release(2)  # g1 was taken next (it was alone in the queue then)
+        await held.release(3)  # then the scraper's, ahead of g2 from an address with a failure
+        assert await scrape is True
+        await held.release(4)
+        assert [await q for q in queued] == [False, False]
+        assert gate.record(scraper) == (0, 0)  # a success clears the record
+
+    asyncio.run(scenario())
+    assert held.order == [b"g0", b"g1", b"right", b"g2"]
+
+
+def test_bcrypt_gate_full_queue_gives_way_to_a_better_record_and_shares_identical_checks() -> None:
+    held = _HeldChecks()
+    right = bcrypt.hashpw(b"right", bcrypt.gensalt(4))
+    gate = webconfig.BcryptGate(queue=2, per_client=2, checkpw=held)
+
+    async def scenario() -> None:
+        running = asyncio.ensure_future(gate.check("192.0.2.9", b"k0", b"g0", right))
+        await asyncio.sleep(0.05)
+        waiting = [asyncio.ensure_future(gate.check("192.0.2.9", k, p, right)) for k, p in ((b"k1", b"g1"), (b"k2", b"g2"))]
+        await asyncio.sleep(0)
+        # The queue is full of checks from an address with 3 attempts: one from a fresh address
+        # takes the place of the newest of them, which gets 503 at once.
+        twins = [asyncio.ensure_future(gate.check("192.0.2.1", b"ks", b"right", right)) for _ in range(2)]
+        await asyncio.sleep(0)
+        with pytest.raises(webconfig._Busy):
+            await waiting[1]
+        for taken in (1, 2, 3):
+            await held.release(taken)
+        assert await running is False
+        assert [await t for t in twins] == [True, True]  # one check for both requests
+        assert await waiting[0] is False
+
+    asyncio.run(scenario())
+    assert sorted(held.order) == sorted([b"g0", b"g1", b"right"])
+
+
 def test_cache_is_bounded() -> None:
     cache = webconfig._SuccessCache(3)
     for i in range(10):
@@ -577,28 +652,31 @@ def test_well_formed_credentials_pass_only_when_right(pair: Tuple[str, str], pre
     assert status == (200 if right else 401)
 
 
-# --- a real uvicorn server with TLS ---------------------------------------------------------
+# --- the agent's server with TLS ---------------------------------------------------------
 
 
 @contextlib.contextmanager
-def running(app, cfg: Optional[WebConfig]) -> Iterator[int]:
-    """Serve ``app`` as the agent would, on 127.0.0.1 with a free port, in a thread."""
+def running(app, cfg: Optional[WebConfig], request_timeout: float = 10.0) -> Iterator[int]:
+    """Serve ``app`` as the agent does (agent/server.py, with ``cfg``'s TLS and basic auth), on
+    127.0.0.1 with a free port, in a thread."""
+    from agent import server as http_server
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = webconfig.uvicorn_config(secure_app(app, cfg), cfg, log_level="critical", lifespan="on")
-    server = uvicorn.Server(config)
+    server = http_server.AgentServer(secure_app(app, cfg), "127.0.0.1", port, ssl_context=ssl_context(cfg),
+                                     request_timeout=request_timeout, max_connections=64)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
     try:
         yield port
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(10)
         sock.close()
 
@@ -612,7 +690,7 @@ def tls_client(pki: Path, cert: Optional[str] = None, max_version: Optional[ssl.
     return httpx.Client(verify=ctx, timeout=5)
 
 
-def test_uvicorn_tls_and_basic_auth(confdir: Path, pki: Path) -> None:
+def test_server_tls_and_basic_auth(confdir: Path, pki: Path) -> None:
     cfg = load_web_config(str(place("tls.good.yml", confdir)))
     with running(make_app(), cfg) as port, tls_client(pki) as https:
         url = f"https://127.0.0.1:{port}"
@@ -634,7 +712,7 @@ def test_uvicorn_tls_and_basic_auth(confdir: Path, pki: Path) -> None:
             httpx.get(url + "/healthz", timeout=5)
 
 
-def test_uvicorn_honours_min_version(confdir: Path, pki: Path) -> None:
+def test_server_honours_min_version(confdir: Path, pki: Path) -> None:
     path = confdir / "web-config.yml"
     path.write_text("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS13\n")
     with running(make_app(), load_web_config(str(path))) as port:
@@ -644,7 +722,7 @@ def test_uvicorn_honours_min_version(confdir: Path, pki: Path) -> None:
             old.get(f"https://127.0.0.1:{port}/healthz")
 
 
-def test_uvicorn_requires_and_verifies_client_certs(confdir: Path, pki: Path) -> None:
+def test_server_requires_and_verifies_client_certs(confdir: Path, pki: Path) -> None:
     cfg = load_web_config(str(place("tls_client_auth.good.yml", confdir)))
     with running(make_app(), cfg) as port:
         url = f"https://127.0.0.1:{port}/healthz"
@@ -655,7 +733,7 @@ def test_uvicorn_requires_and_verifies_client_certs(confdir: Path, pki: Path) ->
                 refused.get(url)
 
 
-def test_uvicorn_checks_client_allowed_sans(confdir: Path, pki: Path) -> None:
+def test_server_checks_client_allowed_sans(confdir: Path, pki: Path) -> None:
     cfg = load_web_config(str(place("tls_allowed_sans.good.yml", confdir)))
     with running(make_app(), cfg) as port:
         url = f"https://127.0.0.1:{port}/healthz"
@@ -665,37 +743,11 @@ def test_uvicorn_checks_client_allowed_sans(confdir: Path, pki: Path) -> None:
             refused.get(url)
 
 
-@contextlib.contextmanager
-def running_agent_server(app, cfg: Optional[WebConfig], request_timeout: float = 1.0) -> Iterator[int]:
-    """As :func:`running`, with the agent's own server (agent/server.py) and its limits."""
-    from agent import server as http_server
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = webconfig.uvicorn_config(secure_app(app, cfg), cfg, log_level="critical", lifespan="on")
-    http_server.server_config(app, config, request_timeout, 64)
-    server = http_server.AgentServer(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
 def test_tls12_accepts_only_aead_suites_by_default(confdir: Path, pki: Path) -> None:
     """Issue 13: OpenSSL's defaults let two CBC suites through on TLS 1.2."""
     cfg = load_web_config(str(place("tls.good.yml", confdir)))
     assert not cfg.tls.cipher_suites
-    with running_agent_server(make_app(), cfg) as port:
+    with running(make_app(), cfg) as port:
         url = f"https://127.0.0.1:{port}/healthz"
         # both key types: the test certificate's decides which of each pair can be used
         for suite, accepted in (("ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256", True),
@@ -719,7 +771,7 @@ def test_tls12_accepts_only_aead_suites_by_default(confdir: Path, pki: Path) -> 
 
 def test_a_stalled_tls_handshake_is_closed_at_the_request_deadline(confdir: Path, pki: Path) -> None:
     cfg = load_web_config(str(place("tls.good.yml", confdir)))
-    with running_agent_server(make_app(), cfg, request_timeout=1.0) as port:
+    with running(make_app(), cfg, request_timeout=1.0) as port:
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         started = time.monotonic()
         try:

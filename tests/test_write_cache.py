@@ -25,6 +25,7 @@ from collectors.model import (
     ParseError,
     WriteCacheState,
 )
+from collectors.runner import Bounds, bounded, run_tool
 from collectors.write_cache import (
     WriteCacheReader,
     parse_hdparm_w,
@@ -458,7 +459,8 @@ def reader(tmp_path: Path, **tools) -> WriteCacheReader:
     missing = str(tmp_path / "not-installed")
     kwargs = {"hdparm": missing, "nvme": missing, "smartctl": missing}
     kwargs.update(tools)
-    return WriteCacheReader(sysfs_root=str(FIXTURES / SYSFS), timeout=5.0, **kwargs)
+    kwargs.setdefault("runner", bounded(run_tool, lambda: Bounds(timeout=5.0)))
+    return WriteCacheReader(sysfs_root=str(FIXTURES / SYSFS), **kwargs)
 
 
 def test_scsi_disk_for():
@@ -561,8 +563,8 @@ def test_hdparm_unexpected_output(tmp_path):
 
 def test_hdparm_timeout(tmp_path):
     hdparm = fake_tool(tmp_path, "hdparm", {}, body="sleep 30")
-    r = reader(tmp_path, hdparm=hdparm)
-    r.timeout = 0.5
+    # The reader keeps no timeout: its runner is bounded (the agent's applies tool_timeout_seconds).
+    r = reader(tmp_path, hdparm=hdparm, runner=bounded(run_tool, lambda: Bounds(timeout=0.5, grace=0.2)))
     (state,) = r.read("sdk", KIND_ATA)
     assert state.state == CACHE_UNKNOWN and "timed out" in state.detail
 
@@ -658,7 +660,7 @@ def test_constructor_takes_the_smartctl_flavour(tmp_path):
         hdparm=str(tmp_path / "none"),
         smartctl=smartctl,
         smartctl_json=False,
-        timeout=5.0,
+        runner=bounded(run_tool, lambda: Bounds(timeout=5.0)),
     )
     assert r.read("sdz", KIND_SCSI) == [WriteCacheState(CACHE_DISABLED, "smartctl")]
 

@@ -16,6 +16,7 @@ from collectors.fusionio import parse
 from collectors.model import DriveReading, ParseError
 from collectors.runner import ToolResult, run_tool
 from collectors.source import (
+    HEALTH,
     Command,
     HelperChecks,
     Refused,
@@ -36,14 +37,13 @@ PROBE = "fio-status -a"  # the host-wide call is quarantined under this name
 class FioStatus:
     """Runs ``fio-status``; parses nothing. The builder the probe helper's rule rebuilds."""
 
-    def __init__(self, tool: str = "fio-status", runner=run_tool, timeout: float = 20.0) -> None:
+    def __init__(self, tool: str = "fio-status", runner=run_tool) -> None:
         self.tool = tool
-        self.runner = runner
-        self.timeout = timeout
+        self.runner = runner  # bounded by its caller: the agent's runner applies the tool timeout
 
     def status_all(self) -> ToolResult:
         """``fio-status -a``: every adapter, module and block device, all fields."""
-        return self.runner([self.tool, "-a"], timeout=self.timeout)
+        return self.runner([self.tool, "-a"])
 
 
 def _has_cards(block_devices) -> bool:
@@ -53,7 +53,7 @@ def _has_cards(block_devices) -> bool:
 class FusionioSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
-        self.tool = FioStatus(ctx.tool_paths["fio_status"], ctx.run, ctx.config.tool_timeout_seconds)
+        self.tool = FioStatus(ctx.tool_paths["fio_status"], ctx.run)
         self._readings: Dict[str, Tuple[DriveReading, float]] = {}  # control device -> reading
         self._failures = FailureLog(log, "fusionio: ")
 
@@ -122,6 +122,7 @@ SPEC = SourceSpec(
     help="Fusion-io / SanDisk ioMemory PCIe flash through fio-status -a",
     interval=60.0,
     build=FusionioSource,
+    role=HEALTH,
     tools={"fio_status": ("fio-status", "fio-status")},
     helper=helper_rule,
     priority=20,

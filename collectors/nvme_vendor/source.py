@@ -1,8 +1,10 @@
-"""The NVMe vendor-log source: for each NVMe drive smartctl has read, the one nvme-cli vendor
-command of that drive's vendor (``nvme intel smart-log-add /dev/nvmeN`` for Intel), never a
-vendor command to a drive of another vendor. Its readings carry only the drive's identity and
-what the vendor log adds (NAND bytes written, write amplification), so the merge fills them
-into smartctl's reading of the same drive (:func:`collectors.model.supplement`)."""
+"""The NVMe vendor-log source, a supplement: for each NVMe drive of the scheduler's inventory
+(the drives the health sources read: smartctl), the one nvme-cli vendor command of that drive's
+vendor (``nvme intel smart-log-add /dev/nvmeN`` for Intel), never a vendor command to a drive
+of another vendor. Its readings carry only the drive's identity and what the vendor log adds
+(NAND bytes written, write amplification), so the merge fills them into the health source's
+reading of the same drive (:func:`collectors.model.supplement`). Being a supplement, its
+answers never make the drive's health data fresh: while smartctl fails, the data age grows."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from collectors.model import KIND_NVME, DriveReading, ParseError
 from collectors.nvme_vendor import vendor as vendors
 from collectors.runner import ToolResult
 from collectors.source import (
+    NVME_CTRL,
+    SUPPLEMENT,
     Command,
     HelperChecks,
     Refused,
@@ -24,6 +28,7 @@ from collectors.source import (
     Source,
     SourceContext,
     SourceSpec,
+    Target,
     built,
     newest,
 )
@@ -31,23 +36,25 @@ from collectors.source import (
 log = logging.getLogger("ssdfleet.nvme_vendor")
 
 _CONTROLLER = re.compile(r"^/dev/(nvme\d+)(?:n\d+)?$")
-NVME_DEVICES = ("nvme_ctrl",)  # the helper's device family for /dev/nvmeN
+NVME_DEVICES = (NVME_CTRL,)  # the helper's device family for /dev/nvmeN
 
 
 class NvmeVendorProbe:
-    """Builds and runs the vendor commands; parses nothing."""
+    """Builds and runs the vendor commands; parses nothing. The runner is bounded by its caller
+    (the agent's applies the one tool timeout)."""
 
-    def __init__(self, tool: str, runner, timeout: float = 20.0, dev_root: str = "/dev") -> None:
-        self.tool, self.runner, self.timeout, self.dev_root = tool, runner, timeout, dev_root
+    def __init__(self, tool: str, runner, dev_root: str = "/dev") -> None:
+        self.tool, self.runner, self.dev_root = tool, runner, dev_root
 
     def vendor_log(self, vendor: vendors.VendorLog, controller: str) -> ToolResult:
         if not re.fullmatch(r"nvme\d+", controller):
             raise ValueError(f"{controller!r} is not an NVMe controller such as nvme0")
-        return self.runner([self.tool, *vendor.args, f"{self.dev_root}/{controller}"], timeout=self.timeout)
+        return self.runner([self.tool, *vendor.args, f"{self.dev_root}/{controller}"])
 
 
-def controller_of(reading: DriveReading) -> Optional[str]:
-    match = _CONTROLLER.match(reading.device or "")
+def controller_of(target) -> Optional[str]:
+    """The NVMe controller (nvme0) a target or reading was read through, or None."""
+    match = _CONTROLLER.match(target.device or "")
     return match.group(1) if match else None
 
 
@@ -62,7 +69,7 @@ class NvmeVendorSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
         self._failures = FailureLog(log, "nvme_vendor: ")  # one line per distinct failure
-        self.probe = NvmeVendorProbe(ctx.tool_paths["nvme"], ctx.run, ctx.config.tool_timeout_seconds)
+        self.probe = NvmeVendorProbe(ctx.tool_paths["nvme"], ctx.run)
         self._readings: Dict[str, Tuple[DriveReading, float]] = {}
         self._skip: Dict[str, str] = {}  # controller -> why its vendor log cannot be read
 
@@ -79,14 +86,13 @@ class NvmeVendorSource(Source):
                 return f"not supported here (exit status {result.exit_code}: {said.strip()[:120]})"
         return None
 
-    def _targets(self) -> List[Tuple[DriveReading, str, vendors.VendorLog]]:
+    def _targets(self) -> List[Tuple[Target, str, vendors.VendorLog]]:
         out = []
-        for drive in self.ctx.snapshot().drives:
-            r = drive.reading
-            controller = controller_of(r)
-            vendor = vendors.vendor_for(r.model)
-            if r.kind == KIND_NVME and controller and vendor and r.serial:
-                out.append((r, controller, vendor))
+        for target in self.ctx.targets():
+            controller = controller_of(target)
+            vendor = vendors.vendor_for(target.model)
+            if target.kind == KIND_NVME and controller and vendor and target.serial:
+                out.append((target, controller, vendor))
         return out
 
     def run(self, budget: Optional[float] = None) -> RunResult:
@@ -100,8 +106,9 @@ class NvmeVendorSource(Source):
             result = self.ctx.probe(controller, lambda c=controller, v=vendor: self.probe.vendor_log(v, c))
             if result is None:
                 unread.append(controller)
-                if health.identity in self._readings:
-                    known[health.identity] = self._readings[health.identity]
+                key = self._reading(health, vendors.VendorFigures()).identity  # its last reading's key
+                if key in self._readings:
+                    known[key] = self._readings[key]
                 continue
             what = f"nvme {' '.join(vendor.args)} /dev/{controller}"
             missing = self._unsupported(result)
@@ -130,7 +137,7 @@ class NvmeVendorSource(Source):
         return RunResult(tuple(errors), tuple(unread))
 
     @staticmethod
-    def _reading(health: DriveReading, figures: vendors.VendorFigures) -> DriveReading:
+    def _reading(health: Target, figures: vendors.VendorFigures) -> DriveReading:
         extra = {f"{name}_withheld": why for name, why in figures.withheld.items()}
         return evidence.contain(DriveReading(
             kind=KIND_NVME, device=health.device, serial=health.serial, wwn=health.wwn,
@@ -167,8 +174,10 @@ SPEC = SourceSpec(
     help="NVMe vendor logs through nvme-cli (Intel smart-log-add: NAND bytes written, write amplification)",
     interval=300.0,
     build=NvmeVendorSource,
+    role=SUPPLEMENT,
     tools={"nvme": ("nvme", "nvme")},
+    devices=NVME_DEVICES,
     helper=helper_rule,
-    waits_for=("smartctl",),
+    reads_targets=True,
     priority=30,
 )

@@ -29,7 +29,7 @@ from collectors import evidence
 from collectors.model import DriveReading, ParseError
 from collectors.plugin.contract import parse_document
 from collectors.runner import ToolResult, run_tool
-from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec, newest
+from collectors.source import HEALTH, Report, RunResult, Source, SourceContext, SourceSpec, newest
 
 log = logging.getLogger("ssdfleet.plugin")
 
@@ -42,7 +42,8 @@ class PluginCommand(BaseModel):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")
     command: List[str] = Field(min_length=1, max_length=64)
     interval_seconds: float = Field(300.0, ge=1, le=7 * 86400)
-    timeout_seconds: float = Field(20.0, gt=0, le=600)
+    # None: the agent's tool timeout (tool_timeout_seconds), as for every built-in tool.
+    timeout_seconds: Optional[float] = Field(None, gt=0, le=600)
     max_output_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
 
     @field_validator("command")
@@ -88,9 +89,12 @@ class PluginSource(Source):
         self._readings: Dict[str, Dict[str, Tuple[DriveReading, float]]] = {}  # plug-in -> identity -> reading
 
     def _call(self, p: PluginCommand) -> ToolResult:
-        config = self.ctx.config
-        return run_tool(list(p.command), timeout=p.timeout_seconds, grace=config.tool_kill_grace_seconds,
-                        max_output=min(p.max_output_bytes, config.tool_max_output_bytes))
+        # run_tool itself, not ctx.run: a plug-in is the operator's own command, never sent to
+        # the probe helper; the agent's bounds apply unless the plug-in sets its own timeout.
+        bounds = self.ctx.bounds()
+        timeout = p.timeout_seconds if p.timeout_seconds is not None else bounds.timeout
+        return run_tool(list(p.command), timeout=timeout, grace=bounds.grace,
+                        max_output=min(p.max_output_bytes, bounds.max_output))
 
     def run_one(self, p: PluginCommand) -> Optional[str]:
         """Run plug-in ``p`` once; None on success, else why it failed."""
@@ -144,6 +148,7 @@ SPEC = SourceSpec(
     help="operator-configured plug-in commands printing drive records (docs/plugins.md)",
     interval=15.0,
     build=PluginSource,
+    role=HEALTH,
     settings=PluginSettings,
     active=lambda settings: bool(settings and settings.plugins),
     priority=200,

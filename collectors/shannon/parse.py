@@ -812,15 +812,19 @@ class ShannonProbe:
         self,
         tool: str = "shannon-status",
         runner: Runner = run_tool,
-        timeout: float = 20.0,
+        timeout: float | None = None,
         sysfs_root: str = "/sys",
     ) -> None:
         self.tool = tool
         self.runner = runner
+        # None: the runner's bound (the agent's runner applies its one tool timeout to every
+        # call); a number is for a probe used on its own, with run_tool.
         self.timeout = timeout
         self.sysfs_root = sysfs_root
 
     def _run(self, *args: str) -> ToolResult:
+        if self.timeout is None:
+            return self.runner([self.tool, *args])
         return self.runner([self.tool, *args], timeout=self.timeout)
 
     def list_cards(self) -> ToolResult:

@@ -12,7 +12,9 @@ from collectors.failures import FailureLog
 from collectors.model import DriveReading, ParseError
 from collectors.shannon import parse as shannon
 from collectors.source import (
+    HEALTH,
     Command,
+    DeviceFamily,
     HelperChecks,
     Refused,
     Report,
@@ -56,8 +58,7 @@ class ShannonSource(Source):
         super().__init__(ctx)
         self._failures = FailureLog(log, "shannon: ")  # one line per distinct failure
         self.tool = shannon.ShannonProbe(
-            tool=ctx.tool_paths["shannon_status"], runner=ctx.run,
-            timeout=ctx.config.tool_timeout_seconds, sysfs_root=ctx.config.paths.sysfs)
+            tool=ctx.tool_paths["shannon_status"], runner=ctx.run, sysfs_root=ctx.config.paths.sysfs)
         self._readings: Dict[str, Tuple[DriveReading, float]] = {}  # identity -> reading
         self._p_all: Optional[bool] = None  # does this driver answer -p -a? None: not tried yet
 
@@ -175,7 +176,8 @@ class ShannonSource(Source):
         return Report(readings=dict(self._readings))
 
 
-CONTROL_DEVICES = ("sct",)
+CONTROL = DeviceFamily("sct", r"sct[a-z]{1,4}", "Shannon control device")
+CONTROL_DEVICES = (CONTROL,)
 
 
 def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Command]:
@@ -201,6 +203,8 @@ SPEC = SourceSpec(
     help="Shannon Direct-IO PCIe flash cards through shannon-status",
     interval=60.0,
     build=ShannonSource,
+    role=HEALTH,
+    devices=CONTROL_DEVICES,
     tools={"shannon_status": ("shannon-status", "shannon-status")},
     helper=helper_rule,
     priority=10,

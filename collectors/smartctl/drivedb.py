@@ -18,11 +18,13 @@ Parsing is pure (text in, entries out); only :func:`load` and :func:`best_availa
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Pattern, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Pattern, Tuple
 
 BUNDLED = Path(__file__).with_name("data") / "drivedb.h"
 
@@ -308,15 +310,24 @@ def best_available(paths: Iterable[str] = HOST_PATHS) -> DriveDatabase:
     return best
 
 
-# The database the normaliser reads when no other is given; the agent sets it once at start.
-_active: Optional[DriveDatabase] = None
+# The database a parse in progress names attributes by. Not a setting of this module: the
+# smartctl source holds the one its configuration chose and hands it to each parse with
+# :func:`using`, which sets it for that call only (a context variable: another thread, or a
+# test parsing with another database, is not affected). Outside such a call: the bundled copy.
+_active: contextvars.ContextVar[Optional[DriveDatabase]] = contextvars.ContextVar("drivedb", default=None)
 
 
 def active() -> DriveDatabase:
-    return _active if _active is not None else bundled()
+    """The database of the parse in progress (:func:`using`), else the bundled copy."""
+    database = _active.get()
+    return database if database is not None else bundled()
 
 
-def use(database: Optional[DriveDatabase]) -> None:
-    """Make ``database`` the one :func:`active` returns (None: back to the bundled copy)."""
-    global _active
-    _active = database
+@contextlib.contextmanager
+def using(database: Optional[DriveDatabase]) -> Iterator[None]:
+    """Parse with ``database`` within the block (None: the bundled copy)."""
+    token = _active.set(database)
+    try:
+        yield
+    finally:
+        _active.reset(token)

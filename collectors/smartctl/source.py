@@ -9,7 +9,7 @@ and the quarantine of a device whose probe outlived SIGKILL):
   drive instead of queueing a second read, so one hanging drive never delays the others.
 * ``-n standby``: smartctl does not wake a sleeping drive and exits with
   :data:`collectors.smartctl.STANDBY_EXIT_STATUS`; the drive keeps its last values and is
-  marked in standby. Like smartd's ``-n standby,N``, after ``smartctl_standby_max_skips``
+  marked in standby. Like smartd's ``-n standby,N``, after ``smartctl.standby_max_skips``
   consecutive skips the next read goes without ``--nocheck``, waking the drive once; 0 never
   wakes it.
 * A drive that vanishes between discovery and its read ("No such device") is an error for
@@ -27,13 +27,21 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from collectors import evidence
 from collectors.model import DriveReading, ParseError
 from collectors.smartctl import drivedb, passthrough
 from collectors.smartctl import json_report as smartctl
 from collectors.smartctl import text_report as smartctl_text
 from collectors.source import (
+    HEALTH,
+    NVME_CTRL,
+    NVME_NS,
+    SD,
+    SG,
     Command,
+    DeviceFamily,
     HelperChecks,
     Refused,
     Report,
@@ -92,31 +100,47 @@ def argv_for(probe: smartctl.SmartctlProbe, target: SmartTarget, version: Option
     return argv
 
 
-def use_drive_database(setting: str) -> None:
-    """Load smartmontools' drive database the SMART normaliser names attributes by: the newest
-    of the host's copies and the bundled one ("auto"), or the configured file. A file that
-    cannot be read is logged and the bundled copy used: names from an older database are still
-    better than none."""
+class SmartctlSettings(BaseModel):
+    """The ``smartctl:`` config section. ``devices``: extra ``DEVICE[:TYPE]`` entries beyond
+    what ``--scan-open`` finds. ``drivedb``: smartmontools' drive database, ``auto`` (the newest
+    of the host's copies, update-smart-drivedb's and the package's, and the one ssdfleet ships)
+    or a path. ``standby_max_skips``: after this many consecutive polls that found a drive
+    asleep, read it once anyway (it wakes), like smartd's ``-n standby,N``; 0 never wakes a
+    drive. (Until issue 27 these were the top-level ``smartctl_devices``, ``smartctl_drivedb``
+    and ``smartctl_standby_max_skips``; those are still read for one release, with a warning.)"""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    devices: List[str] = []
+    drivedb: str = "auto"
+    standby_max_skips: int = Field(STANDBY_MAX_SKIPS, ge=0)
+
+
+def choose_drive_database(setting: str) -> drivedb.DriveDatabase:
+    """smartmontools' drive database the SMART normaliser names attributes by: the newest of
+    the host's copies and the bundled one ("auto"), or the configured file. A file that cannot
+    be read is logged and the bundled copy used: names from an older database are still better
+    than none. The source holds the result and hands it to each parse (:func:`interpret`)."""
     try:
         database = drivedb.best_available() if setting == "auto" else drivedb.load(setting)
     except OSError as exc:
-        log.error("smartctl_drivedb %s cannot be read (%s); using the bundled %s", setting, exc,
+        log.error("smartctl.drivedb %s cannot be read (%s); using the bundled %s", setting, exc,
                   drivedb.bundled().label)
         database = drivedb.bundled()
     if not database.entries or not database.defaults:
-        log.error("smartctl_drivedb %s has no drive entries; using the bundled %s", setting, drivedb.bundled().label)
+        log.error("smartctl.drivedb %s has no drive entries; using the bundled %s", setting, drivedb.bundled().label)
         database = drivedb.bundled()
-    drivedb.use(database)
     log.info("drive database: %s from %s", database.label, database.origin)
+    return database
 
 
 class SmartctlSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
-        config = ctx.config
-        use_drive_database(config.smartctl_drivedb)
-        self.probe_tool = smartctl.SmartctlProbe(
-            tool=ctx.tool_paths["smartctl"], runner=ctx.run, timeout=config.tool_timeout_seconds)
+        self.settings: SmartctlSettings = ctx.settings or SmartctlSettings()
+        self.database = choose_drive_database(self.settings.drivedb)
+        # No timeout here: ctx.run applies the agent's one tool timeout to every call.
+        self.probe_tool = smartctl.SmartctlProbe(tool=ctx.tool_paths["smartctl"], runner=ctx.run)
         self._lock = threading.Lock()
         self._json: Optional[bool] = None
         self._version: Optional[Tuple[int, int]] = None
@@ -129,7 +153,7 @@ class SmartctlSource(Source):
         self._logged: Dict[str, str] = {}  # target key -> the failure last logged
         self._tracebacks: Set[Tuple[str, str]] = set()  # (target key, error) logged with its traceback
         self._late_errors: List[str] = []
-        self._standby_max_skips = int(getattr(config, "smartctl_standby_max_skips", STANDBY_MAX_SKIPS))
+        self._standby_max_skips = self.settings.standby_max_skips
 
     # -------------------------------------------------------------- discovery
 
@@ -169,7 +193,7 @@ class SmartctlSource(Source):
             # A failed scan says nothing about which drives are gone: keep the known ones.
             with self._lock:
                 targets = list(self._targets)
-        for extra in self.ctx.config.smartctl_devices:
+        for extra in self.settings.devices:
             dev, _, typ = extra.partition(":")
             targets.append(SmartTarget(dev, typ or None))
         unique: Dict[str, SmartTarget] = {}
@@ -320,13 +344,12 @@ class SmartctlSource(Source):
             log.info("smartctl %s: in standby for %d reads; reading once without --nocheck (wakes it)",
                      target.key, skipped)
         argv = argv_for(self.probe_tool, target, self._version, use_json, wake)
-        timeout = self.ctx.config.tool_timeout_seconds
-        result = self.ctx.probe(target.label, lambda: self.ctx.run(argv, timeout=timeout))
+        result = self.ctx.probe(target.label, lambda: self.ctx.run(argv))
         if result is None:
             if self.ctx.quarantined(target.label):
                 return "quarantined", "not probed: quarantined behind a stuck probe"
             return "busy", "skipped: another probe is in flight on this device"
-        return interpret(result, target, use_json)
+        return interpret(result, target, use_json, self.database)
 
     def report(self) -> Report:
         with self._lock:
@@ -335,9 +358,11 @@ class SmartctlSource(Source):
         return Report(readings=readings, notes=notes)
 
 
-def interpret(result, target: SmartTarget, use_json: bool) -> Tuple[str, object]:
+def interpret(result, target: SmartTarget, use_json: bool,
+              database: Optional[drivedb.DriveDatabase] = None) -> Tuple[str, object]:
     """One finished smartctl call as (outcome, reading or reason); pure. Outcomes: ok, error,
-    standby, gone, nodata."""
+    standby, gone, nodata. ``database``: the drive database to name ATA attributes by (the
+    source's; the bundled one when None)."""
     if result.error:
         return "error", result.describe()
     if smartctl.is_standby(result):
@@ -349,11 +374,12 @@ def interpret(result, target: SmartTarget, use_json: bool) -> Tuple[str, object]
         if any(v.encode() in said for v in _VANISHED):
             return "gone", f"device vanished (exit status {result.exit_code}: no such device)"
     try:
-        if use_json:
-            reading = smartctl.parse_smartctl_json(result.stdout, device=target.device)
-        else:
-            reading = smartctl_text.parse_smartctl_text_reading(
-                result.stdout.decode("utf-8", "replace"), device=target.device)
+        with drivedb.using(database):
+            if use_json:
+                reading = smartctl.parse_smartctl_json(result.stdout, device=target.device)
+            else:
+                reading = smartctl_text.parse_smartctl_text_reading(
+                    result.stdout.decode("utf-8", "replace"), device=target.device)
     except smartctl.NoSmartData as exc:
         if result.exit_code is not None and result.exit_code & smartctl.NO_DATA_BITS:
             # Bit 0: smartctl rejected our command line; bit 1: it could not open or identify
@@ -375,8 +401,23 @@ def interpret(result, target: SmartTarget, use_json: bool) -> Tuple[str, object]
 
 # ------------------------------------------------------------------ probe helper rules
 
-# Device families (collectors.helper_devices) a SMART read may name.
-READ_DEVICES = ("sd", "nvme_ctrl", "nvme_ns", "sg", "bus", "cciss", "3ware", "df")
+# Device-name families a SMART read may name (the helper's checks; collectors.source).
+BUS = DeviceFamily("bus", r"bus/\d{1,3}", "MegaRAID: smartctl's name for controller N",
+                   node="megaraid_sas_ioctl_node", with_type="megaraid")
+CCISS = DeviceFamily("cciss", r"cciss/c\d{1,2}d\d{1,3}", "HP Smart Array (cciss driver)")
+THREEWARE = DeviceFamily("3ware", r"tw[ael]\d{1,3}", "3ware 9000/7000/9750 controllers")
+DF = DeviceFamily("df", r"df[a-z]{1,4}", "Shannon block device")
+READ_DEVICES = (SD, NVME_CTRL, NVME_NS, SG, BUS, CCISS, THREEWARE, DF)
+
+
+def checked_type(requested: str) -> str:
+    """A ``-d`` value the helper may pass: one of collectors.smartctl.passthrough's (plain
+    types, RAID/HBA and bridge pass-through with their arguments), matched whole, so
+    ``sat,12,foo`` or ``megaraid,0 -x`` never pass."""
+    if not passthrough.is_valid(requested):
+        raise Refused(f"device type {requested!r} is not allowed")
+    return requested
+
 
 
 def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Command]:
@@ -400,7 +441,7 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         return checks.match("smartctl", "scan", args, candidates)
     if args.count("-d") != 1 or args.index("-d") + 1 >= len(args):
         raise Refused("smartctl read needs exactly one -d TYPE")
-    dev_type = checks.dev_type(args[args.index("-d") + 1])
+    dev_type = checked_type(args[args.index("-d") + 1])
     prefix, name = checks.device(args[-1], READ_DEVICES, dev_type)
     target = SmartTarget(prefix + name, dev_type)
     builder = probe(recording_runner())
@@ -419,7 +460,10 @@ SPEC = SourceSpec(
     help="SMART and health logs of SATA, SAS and NVMe drives through smartctl",
     interval=300.0,
     build=SmartctlSource,
+    role=HEALTH,
     tools={"smartctl": ("smartctl", "smartctl")},
+    settings=SmartctlSettings,
+    devices=READ_DEVICES,
     helper=helper_rule,
     priority=20,
 )

@@ -1,19 +1,19 @@
 """A whole ssdfleet stack on 127.0.0.1 from simulated hosts: agents, Prometheus, Alertmanager.
 
-    python deploy/demo/run_demo.py [--agents 4] [--drives 8] [--speed 3600] [--minutes 60]
+    python deploy/demo/run_demo.py [--agents 4] [--drives 8] [--speed 1] [--minutes 60]
                                    [--report-every 30]
 
-Starts ``--agents`` real ``ssdfleet agent --simulate`` processes (each its own simulated host,
-speeded up ``--speed`` times), a Prometheus that scrapes them with the shipped recording and
-alert rules (deploy/prometheus/ssdfleet-*.yml), and an Alertmanager with the shipped example
-configuration (deploy/alertmanager/alertmanager.yml, whose webhooks point at 127.0.0.1:9095,
-where nothing listens: the alerts are visible in the Alertmanager UI). Prints the URLs, then
-every ``--report-every`` seconds the agents up and the alerts pending or firing.
+Starts ``--agents`` real ``ssdfleet agent --simulate`` processes (each its own simulated host
+with 90 days of history, simulator/demo.py), a Prometheus that scrapes them with the shipped
+recording and alert rules (deploy/prometheus/ssdfleet-*.yml), and an Alertmanager with the
+shipped example configuration (deploy/alertmanager/alertmanager.yml, whose webhooks point at
+127.0.0.1:9095, where nothing listens: the alerts are visible in the Alertmanager UI). Prints
+the URLs, then every ``--report-every`` seconds the agents up and the alerts pending or firing.
 
-At the default speed every drive wears a year in under three hours, so its projected wear-out
-date is days away in real time and the wear-out alerts fire for most drives: the physics is
-honest, only faster. ``--speed 60`` gives a calmer fleet in which the write-cache, SMART and
-life-left alerts stand out.
+In real time (the default) each host is the demo's: most drives healthy, one to watch, one at
+8% life left (SSDLifeLeftLow) and the LITEON with its write cache off (SSDWriteCacheDisabled).
+``--speed 3600`` wears a year in under three hours: projected wear-out dates come days away and
+the wear-out alerts fire for most drives, the physics honest, only faster.
 
 Bounded: everything stops after ``--minutes`` or on Ctrl-C, whichever comes first, and the work
 directory is removed unless ``--keep`` is given. Every process is started in its own session
@@ -74,7 +74,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="ssdfleet demo stack on simulated hosts")
     ap.add_argument("--agents", type=int, default=4)
     ap.add_argument("--drives", type=int, default=8, help="drives per simulated host")
-    ap.add_argument("--speed", type=float, default=3600.0, help="simulated seconds per real second")
+    ap.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second (1: real time)")
     ap.add_argument("--minutes", type=float, default=60.0, help="stop everything after this long")
     ap.add_argument("--workdir", help="where to put the hosts, the TSDB and the logs")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -154,7 +154,7 @@ def main() -> int:
             sys.exit("prometheus did not start; see " + str(workdir / "prometheus.log"))
         print(f"ssdfleet demo (simulated hosts, speed x{args.speed:g})")
         for t in targets:
-            print(f"  agent        http://{t}/  (/metrics, /api/v1/drives)")
+            print(f"  agent        http://{t}/  (/metrics, /api/v1/drives, /runbooks)")
         print(f"  prometheus   {prom_url}/alerts   {prom_url}/rules")
         if am_url:
             print(f"  alertmanager {am_url}/")

@@ -27,14 +27,14 @@ Safety on a database host, which is why every bound is explicit:
   ``max_seconds`` plus a grace, reports the directory as stuck and starts no new burst there
   until the old one has returned.
 
-:func:`run_burst` does the I/O; :func:`summarise`, :func:`quantile`, :func:`parse_mountinfo`
+The source that runs it on its interval is :mod:`collectors.syncwrite.source`; how its
+results are shown, :mod:`collectors.syncwrite.view`. :func:`run_burst` does the I/O; :func:`summarise`, :func:`quantile`, :func:`parse_mountinfo`
 and :func:`mount_of` are pure.
 """
 
 from __future__ import annotations
 
 import errno
-import logging
 import math
 import os
 import re
@@ -44,10 +44,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from collectors.model import ParseError
-from collectors.source import Report, RunResult, Source, SourceContext, SourceSpec
 
 PROBE_FILE_NAME = ".ssdfleet-syncwrite.probe"
 METHOD_FDATASYNC = "fdatasync"
@@ -412,95 +409,3 @@ class SyncWriteProbe:
     def results(self) -> Tuple[SyncWriteResult, ...]:
         with self._lock:
             return tuple(s.result for s in self._state.values() if s.result is not None)
-
-
-# ------------------------------------------------------------------ the source
-
-log = logging.getLogger("ssdfleet.syncwrite")
-
-
-class SyncWrite(BaseModel):
-    """The opt-in sync-write probe (collectors/syncwrite.py): off while ``directories`` is
-    empty. Each run writes at most ``writes`` blocks of 8 kB, for at most ``max_seconds``, at
-    most ``max_ops_per_second``, into one file of at most ``file_bytes`` per directory."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    directories: List[str] = []
-    interval_seconds: float = Field(300.0, ge=1, le=7 * 86400)
-    writes: int = Field(64, ge=1, le=100000)
-    max_seconds: float = Field(1.0, gt=0, le=60)
-    max_ops_per_second: float = Field(1000.0, gt=0, le=1000000)
-    file_bytes: int = Field(64 * 1024, ge=8192, le=64 * 1024 * 1024)
-    min_free_bytes: int = Field(64 * 1024 * 1024, ge=0)
-    min_free_ratio: float = Field(0.02, ge=0, lt=1)
-    o_dsync: bool = False
-
-
-def probe_from_config(config) -> Optional[SyncWriteProbe]:
-    """The probe for the configured directories, or None when the probe is off (the default)."""
-    sw = config.syncwrite
-    if not sw.directories:
-        return None
-    settings = SyncWriteSettings(
-        max_writes=sw.writes,
-        max_seconds=sw.max_seconds,
-        max_ops_per_second=sw.max_ops_per_second,
-        file_bytes=sw.file_bytes,
-        min_free_bytes=sw.min_free_bytes,
-        min_free_ratio=sw.min_free_ratio,
-        o_dsync=sw.o_dsync,
-    )
-    return SyncWriteProbe(sw.directories, settings, grace_seconds=config.tool_kill_grace_seconds + 3.0,
-                          sysfs_root=config.paths.sysfs)
-
-
-class SyncWriteSource(Source):
-    def __init__(self, ctx: SourceContext) -> None:
-        super().__init__(ctx)
-        self.probe = probe_from_config(ctx.config)
-        self._results: tuple = ()
-        self._said: Dict[str, Optional[str]] = {}  # directory -> the outcome last logged
-
-    def run(self, budget: Optional[float] = None) -> RunResult:
-        """A directory skipped for being on a read-only or nearly full filesystem is not a
-        failure; an error, a stuck sync, or a directory the agent alone may not write (its
-        sandbox, its permissions: the operator's to fix) is."""
-        if self.probe is None:
-            return RunResult()
-        results = self.probe.run()
-        errors: List[str] = [f"{r.directory}: {r.skipped}: {r.detail}" for r in results
-                             if r.skipped in SKIP_FAILURES]
-        for r in results:
-            self._log_change(r)
-        self._results = tuple(results)
-        return RunResult(tuple(errors))
-
-    def _log_change(self, r: SyncWriteResult) -> None:
-        """One line when a directory's outcome changes (not one every interval)."""
-        outcome = r.skipped or "ok"
-        if self._said.get(r.directory) == outcome:
-            return
-        self._said[r.directory] = outcome
-        if r.skipped in SKIP_FAILURES:
-            log.warning("syncwrite %s: %s: %s", r.directory, r.skipped, r.detail)
-        elif r.skipped is not None:
-            log.info("syncwrite %s: skipped (%s: %s)", r.directory, r.skipped, r.detail)
-        else:
-            rate = r.ops_per_second
-            log.info("syncwrite %s: probing, %s", r.directory,
-                     f"{rate:,.0f} {r.method}/s" if rate is not None else f"{r.ops} {r.method} writes")
-
-    def report(self) -> Report:
-        return Report(host=self._results)
-
-
-SPEC = SourceSpec(
-    name="syncwrite",
-    help="opt-in sync-write latency probe in configured directories (off until directories are set)",
-    interval=300.0,
-    build=SyncWriteSource,
-    settings=SyncWrite,
-    active=lambda settings: bool(settings.directories),
-    priority=95,
-)

@@ -1,9 +1,11 @@
-"""The sync-write probe's results, exposed from the snapshot.
+"""The sync-write probe's results as the agent shows them: its metric families, its API
+value, its ``ssdfleet status`` lines and its page section (the spec's
+:class:`~collectors.source.HostView` hooks).
 
-The probe itself (bounded bursts of 8 kB write + fdatasync) is collectors/syncwrite.py, run as
-a source (``SPEC`` in the same module) on its own interval (``syncwrite.interval_seconds``);
-the latest result per directory is in the snapshot. :func:`families` builds the metric families from those
-results and does no I/O.
+The probe itself (bounded bursts of 8 kB write + fdatasync) is :mod:`collectors.syncwrite.probe`,
+run as a host source (:mod:`collectors.syncwrite.source`) on its own interval; the latest result
+per directory is in the snapshot under ``host["syncwrite"]``. Everything here is a pure function
+of those results and the snapshot's drives: no I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Summa
 from pydantic import BaseModel
 
 from collectors.diskstats import drive_device_for
-from collectors.syncwrite import SyncWriteResult, summarise
+from collectors.syncwrite.probe import SyncWriteResult, summarise
 
 # device and serial: the drive the directory lives on, as the per-drive series name it, so
 # that alerts and joins (ssd_drive_info) work as for every other drive series; "" when the
@@ -63,6 +65,16 @@ def views(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List[Syn
             ops=r.ops, ops_per_second=r.ops_per_second, latency_median_seconds=q.get(0.5),
             latency_p99_seconds=q.get(0.99), latency_max_seconds=q.get(1.0), skipped=r.skipped,
             detail=r.detail))
+    return out
+
+
+def newest_by_serial(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> Dict[str, Dict]:
+    """The newest burst per drive, by serial (a drive may hold several probed directories:
+    the newest is the one shown beside the drive)."""
+    out: Dict[str, Dict] = {}
+    for probe in views(results, drives):
+        if probe.serial and (probe.serial not in out or probe.started > out[probe.serial]["started"]):
+            out[probe.serial] = probe.model_dump()
     return out
 
 
