@@ -84,6 +84,11 @@ class DriveReading:
     # health
     smart_healthy: Optional[bool] = None
     life_left_ratio: Optional[float] = None
+    # The spread (0..1) between the independent life figures one drive reports (ATA device
+    # statistics' Percentage Used against the vendor's life attribute, or two vendor attributes),
+    # set where it has two or more; past LIFE_LEFT_SPREAD_MARGIN they disagree, and
+    # extra["life_left_disagreement"] names both (sources["life_left_spread_ratio"] every figure).
+    life_left_spread_ratio: Optional[float] = None
     spare_left_ratio: Optional[float] = None
     spare_threshold_ratio: Optional[float] = None
     bad_block_ratio: Optional[float] = None
@@ -193,6 +198,12 @@ EVIDENCE_FIELDS = (
     ("write_amplification", "write amplification"),
     ("power_on_seconds", "power-on time"),
 )
+
+
+# Two life figures of one drive further apart than this (in life left, 0..1) disagree: whole-percent
+# rounding and the vendors' different curves (a normalized value stepping by 1, a count of spare
+# blocks) stay within it on the drives whose figures agree (bench/corpus_report.py).
+LIFE_LEFT_SPREAD_MARGIN = 0.10
 
 
 # Write cache state values.
@@ -503,6 +514,10 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
         "plus at most 128 bytes of protection information")),
     "DriveReading.life_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_life_left_ratio",), spec=(
         f"{_RATIO}: NVMe Percentage Used may pass 100, life left then stays at 0")),
+    # metrics=(): computed here, not exported yet (the metric and the page's flag come with the
+    # health rules, which compare it with LIFE_LEFT_SPREAD_MARGIN)
+    "DriveReading.life_left_spread_ratio": Bound("ratio", 0.0, 1.0, spec=(
+        f"{_RATIO}: the difference between two life-left figures, each 0..1")),
     "DriveReading.spare_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_left_ratio",), spec=(
         f"{_RATIO}: NVMe Available Spare is a normalised percent, 0..100")),
     "DriveReading.spare_threshold_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_threshold_ratio",), spec=(
@@ -607,7 +622,8 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
 
 # Fields that are not figures although their type could hold one, each with the reason.
 NOT_FIGURES: Dict[str, str] = {
-    "Snapshot.syncwrite": "collectors.syncwrite.SyncWriteResult values, bounded in that module",
+    "Snapshot.host": "each host source's own results (collectors.syncwrite.SyncWriteResult, a "
+                     "controller's volumes), bounded in that source's module",
 }
 
 

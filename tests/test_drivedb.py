@@ -91,7 +91,7 @@ def test_the_database_is_the_sources_value_not_a_global(tmp_path):
     import threading
 
     newer = tmp_path / "drivedb.h"
-    newer.write_text(drivedb.BUNDLED.read_text().replace("drivedb.h 5319 2022-02-19", "drivedb.h 9999 2030-01-01"))
+    newer.write_text(drivedb.BUNDLED.read_text().replace("VERSION: 7.3/6204 2026-07-20", "VERSION: 7.5/9999 2030-01-01"))
     chosen = choose_drive_database(str(newer))
     assert chosen.revision == 9999 and drivedb.active() is DB
     seen = []
@@ -100,7 +100,7 @@ def test_the_database_is_the_sources_value_not_a_global(tmp_path):
         other = threading.Thread(target=lambda: seen.append(drivedb.active().revision))
         other.start()
         other.join()
-    assert seen == [9999, 5319] and drivedb.active() is DB
+    assert seen == [9999, DB.revision] and drivedb.active() is DB
 
 
 def test_best_available_takes_a_newer_host_copy(tmp_path):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from collectors import evidence
+from collectors.model import LIFE_LEFT_SPREAD_MARGIN
 from collectors.smartctl import attributes as attrs
 from collectors.smartctl import drivedb
 
@@ -226,6 +227,8 @@ def life_left(
         extra["life_used_percent"] = str(used)
     if vendor is not None:
         candidates.append((vendor, vendor_source))
+    standard = [c for c in candidates if c[1] == DEVSTAT_USED_SOURCE]
+    _spread(figures, standard, findings)
     rating = _own_rating(vendor, erase)
     set_aside: List[str] = []
     for left, source in candidates:
@@ -265,6 +268,35 @@ def life_left(
 
 # Two vendor life figures of one drive further apart than this contradict each other.
 VENDOR_LIFE_SPREAD_POINTS = 10
+
+
+def _life_figures(findings: attrs.AttributeFindings) -> List[Tuple[float, str]]:
+    """Every vendor life figure of the drive as percent left, with its source: the explicit life
+    attributes, then the wear-levelling counter's VALUE where the table reads it as life."""
+    explicit = [f for f in [findings.get(attrs.LIFE_LEFT), findings.get(attrs.LIFE_USED)] + findings.also
+                if f is not None and f.meaning != attrs.WEAR_LEVELLING_LEFT and not _rating_missing(f, findings)]
+    wear = findings.get(attrs.WEAR_LEVELLING_LEFT)
+    found = explicit + ([wear] if wear is not None else [])
+    return [(_as_left(f), f.source) for f in found]
+
+
+def _spread(figures: AtaFigures, standard: List[Tuple[float, str]], findings: attrs.AttributeFindings) -> None:
+    """How far apart the drive's independent life figures are (the device statistics indicator
+    and the vendor attributes): ``life_left_spread_ratio`` where there are two or more, and
+    ``extra["life_left_disagreement"]`` past the margin (an ADATA SP900 with 0% used in device
+    statistics and 87% left in 231 SSD_Life_Left: 0.13)."""
+    every = standard + _life_figures(findings)
+    if len(every) < 2:
+        return
+    values = [v for v, _ in every]
+    spread = round((max(values) - min(values)) / 100.0, 6)
+    figures.fields["life_left_spread_ratio"] = spread
+    figures.sources["life_left_spread_ratio"] = "; ".join(f"{s}: {v:g}%" for v, s in every)
+    if spread > LIFE_LEFT_SPREAD_MARGIN:
+        high, low = max(every), min(every)
+        figures.extra["life_left_disagreement"] = (
+            f"{high[1]} says {high[0]:g}% left, {low[1]} {low[0]:g}%: {spread * 100:g} points apart "
+            f"(more than {LIFE_LEFT_SPREAD_MARGIN * 100:g})")
 
 
 def _as_left(found: attrs.Finding) -> float:

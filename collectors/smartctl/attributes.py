@@ -250,6 +250,12 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     # life. Used only when no explicit life attribute exists.
     _R(177, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED,
        family=r"Samsung|SK hynix|Kingston SSDNow UV|Crucial/Micron Client"),
+    # The same counter at 173 where the drive database puts it for the model: "Samsung based SSDs"
+    # names 173 Wear_Leveling_Count for the CM871/PM871 (its 177 is only a listed default), and
+    # "SK hynix SATA SSDs" names it 173 with 177 commented out. VALUE is the life left there too:
+    # 97 on an SK hynix SC313 whose device statistics say 3% used; 97 on a PM871a (MZ7LN1T0HAJQ)
+    # whose raw average of 28 erase cycles matches its 31 TB of NAND writes (251) on 1 TB.
+    _R(173, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED, family=r"Samsung|SK hynix"),
     # ---- host writes ------------------------------------------------------------------
     # Explicit units first: on Dell-firmware Intel S3520s smartctl prints 241 and 233 as
     # Total_LBAs_Written, but they carry the same number as 225 Host_Writes_32MiB.
@@ -364,8 +370,8 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(173, "Average_PE_Count", AVERAGE_ERASE, COUNT, RAW),
     _R(173, "Avg_Write/Erase_Count", AVERAGE_ERASE, COUNT, RAW, note="SanDisk"),
     _R(173, "Avg_Program/Erase_Ct", AVERAGE_ERASE, COUNT, RAW),
-    _R(173, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Crucial|Micron",
-       note="Crucial/Micron m4/C400: raw is the average block erase count"),
+    _R(173, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Crucial|Micron|Samsung|SK hynix",
+       note="Crucial/Micron m4/C400, Samsung CM871/PM871, SK hynix: raw is the average block erase count"),
     _R(177, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Samsung"),
     # ---- spare ------------------------------------------------------------------------
     _R(232, "Available_Reservd_Space", SPARE_LEFT, PERCENT, NORMALIZED),

@@ -530,7 +530,7 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     findings = attrs.interpret_attributes(vocab.attributes, vocab.family, d.model, d.sector,
                                           require_vouched=d.is_ssd is not False)
     devstat = _device_statistics(doc)
-    figures = ata.AtaFigures(sources=d.sources, extra=d.extra)
+    figures = ata.AtaFigures(fields=d.fields, sources=d.sources, extra=d.extra)
     if vocab.entry is not None:
         d.extra["drivedb_family"] = vocab.entry.family
     d.extra["drivedb"] = vocab.database.label
