@@ -693,7 +693,7 @@ class Poller:
         except Exception:  # projection is advisory; never lose the drive over it
             log.exception("projection failed for %s", reading.identity)
             projections = ()
-        return projections, _rated_bytes(rated, reading)
+        return projections, projection_mod.rated_host_bytes(rated, reading, projections)
 
     def _note_history(self) -> None:
         with self._lock:
@@ -1026,15 +1026,3 @@ def merged_identities(drives: Sequence[_Merged]) -> Dict[Tuple[str, str], str]:
 REMOTE_PID = -1  # a stuck process that lives in the probe helper
 
 
-def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:
-    """Rated endurance in host bytes: TBW as given, or capacity x P/E cycles (NAND bytes)
-    divided by the drive's write amplification when it reports one."""
-    if rated is None:
-        return None
-    if rated.tbw_bytes:
-        return float(rated.tbw_bytes)
-    if rated.pe_cycles and reading.capacity_bytes:
-        nand = float(rated.pe_cycles) * reading.capacity_bytes
-        wa = reading.write_amplification
-        return nand / wa if wa and wa >= 1.0 else nand
-    return None
