@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 from agent import durability
 from agent import projection as projection_mod
 from agent.config import SOURCE_KEYS, Config
-from agent.endurance import rated_endurance
+from agent.endurance import rated_endurance, stated_endurance
 from agent.history import History, default_state_dir
 from agent.history_file import StateLock
 from agent.text import printable
@@ -687,7 +687,8 @@ class Poller:
 
     def _project(self, reading: DriveReading) -> Tuple[Tuple[Projection, ...], Optional[float]]:
         """The drive's wear-out projections and its rated endurance in host bytes."""
-        rated = rated_endurance(reading.model or "", reading.capacity_bytes, self._rated_rules, reading.model_family)
+        rated = rated_endurance(reading.model or "", reading.capacity_bytes, self._rated_rules, reading.model_family,
+                                stated=stated_endurance(reading))
         try:
             projections = tuple(projection_mod.project_all(reading, self.clock(), self.history, rated))
         except Exception:  # projection is advisory; never lose the drive over it
@@ -819,8 +820,10 @@ class Poller:
         _read_at, projections, rated_bytes = cached
         return Drive(
             reading=reading,
-            write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model),
-            power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model)[0],
+            write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model,
+                                                                 reading.power_loss_protection),
+            power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model,
+                                                                   reading.power_loss_protection)[0],
             projections=projections,
             rated_endurance_bytes=rated_bytes,
             last_poll=polls,

@@ -194,13 +194,16 @@ def project_rated(
             host_write_rate,
             "host",
         )
-    elif rated.pe_cycles is not None:
-        inputs["pe_cycles"] = float(rated.pe_cycles)
-        capacity = reading.capacity_bytes
-        if not capacity:
-            return _none(RATED, "rated in P/E cycles but the capacity is unknown", inputs)
-        inputs["capacity_bytes"] = float(capacity)
-        nand_total = float(capacity) * rated.pe_cycles
+    elif rated.pe_cycles is not None or rated.nand_bytes:
+        if rated.nand_bytes:
+            nand_total = float(rated.nand_bytes)
+        else:
+            inputs["pe_cycles"] = float(rated.pe_cycles)
+            capacity = reading.capacity_bytes
+            if not capacity:
+                return _none(RATED, "rated in P/E cycles but the capacity is unknown", inputs)
+            inputs["capacity_bytes"] = float(capacity)
+            nand_total = float(capacity) * rated.pe_cycles
         inputs["nand_endurance_bytes"] = nand_total
         if reading.nand_written_bytes is not None and nand_write_rate is not None:
             total, written, rate, domain = (
@@ -320,9 +323,12 @@ def rated_host_bytes(rated: Optional[RatedEndurance], reading: DriveReading,
         return None
     if rated.tbw_bytes:
         return float(rated.tbw_bytes)
-    if not (rated.pe_cycles and reading.capacity_bytes):
+    if rated.nand_bytes:
+        nand = float(rated.nand_bytes)
+    elif rated.pe_cycles and reading.capacity_bytes:
+        nand = float(rated.pe_cycles) * reading.capacity_bytes
+    else:
         return None
-    nand = float(rated.pe_cycles) * reading.capacity_bytes
     used = next((p.inputs for p in projections if p.method == RATED), {})
     wa = used.get("write_amplification_used") or used.get("write_amplification") or _write_amplification(reading)
     return nand / wa if wa and wa > 0 else nand

@@ -32,7 +32,7 @@ FIELDS = (
     "life_left_ratio", "spare_left_ratio", "spare_threshold_ratio", "bad_block_ratio", "write_amplification",
     "host_written_bytes", "host_read_bytes", "nand_written_bytes", "power_on_seconds", "power_cycles",
     "capacity_bytes", "media_errors", "critical_warning", "readonly", "smart_healthy",
-    "life_left_spread_ratio",
+    "life_left_spread_ratio", "rated_host_written_bytes", "rated_nand_written_bytes", "power_loss_protection",
 )
 
 # Run inside a child interpreter whose sys.path starts at one version's code: prints one JSON

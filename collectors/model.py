@@ -107,6 +107,13 @@ class DriveReading:
     host_written_bytes: Optional[int] = None
     host_read_bytes: Optional[int] = None
     nand_written_bytes: Optional[int] = None
+    # What the drive's own tool states (Fusion-io fio-status, a plug-in): its rated endurance in
+    # host bytes (TBW) or in media-side bytes (a PBW counted against nand_written_bytes), and
+    # whether it has power-loss protection. The projection and the expected write cache use
+    # them unless the configuration says otherwise (agent/endurance.py, agent/durability.py).
+    rated_host_written_bytes: Optional[int] = None
+    rated_nand_written_bytes: Optional[int] = None
+    power_loss_protection: Optional[bool] = None
 
     # environment
     temperatures: Tuple[Temperature, ...] = ()
@@ -545,6 +552,11 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
     "DriveReading.nand_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, relative="volume",
                                              metrics=("ssd_nand_written_bytes_total",), spec=(
         "at most capacity x 100,000 full writes (SLC's rated P/E) and power-on time x link speed")),
+    # metrics=(): shown through the projection (ssd_endurance_rated_bytes), not on their own
+    "DriveReading.rated_host_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, low_exclusive=True, spec=(
+        "a vendor's TBW: above 0, at most a 64-bit byte count")),
+    "DriveReading.rated_nand_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, low_exclusive=True, spec=(
+        "a vendor's PBW of media writes (fio-status 'Rated PBW'): above 0, at most a 64-bit byte count")),
     "DriveReading.power_on_seconds": Bound("seconds", 0, MAX_POWER_ON_SECONDS, integer=True,
                                            metrics=("ssd_power_on_seconds_total",), spec=(
         "20 years: flash drives are rated for 3 to 5, warranted for at most 10")),
