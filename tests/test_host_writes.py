@@ -441,3 +441,21 @@ def test_devstat_without_write_commands_entry_still_checked() -> None:
     zero = normalise_smartctl(doc(0))
     assert zero.host_written_bytes == (WRAP + 5) * 512
     assert zero.extra["host_written_bytes_devstat_ignored"].startswith("Logical Sectors Written is 0")
+
+
+def test_an_idle_spare_erases_without_host_writes():
+    """HPE MK000480GWCEV (drivedb r6204: "Samsung based SSDs", 173 Wear_Leveling_Count): 16 average
+    erase cycles beside 8.5 MB of host writes after 30,614 powered hours. Within the idle allowance
+    (10 factory cycles + one refresh a month: 52), so the host figure stands; a Samsung CM871 with
+    229 cycles after 14,574 hours (allowance 30) and 10 MB by the LBA reading is still refused."""
+    from collectors.smartctl.ata import _idle_erase_allowance
+    from collectors.smartctl.text_report import parse_smartctl_text_reading
+    from tests.conftest import fixture_path
+
+    hpe = parse_smartctl_text_reading(fixture_path(
+        "smartctl-text-bsdhw/bsdhw__SSD_HPE_MK000480GWCEV_F23F305AB36D.txt").read_text(errors="replace"), "/dev/sdx")
+    assert hpe.host_written_bytes == 16584 * 512
+    assert _idle_erase_allowance(30614 * 3600) == pytest.approx(10 + 30614 / 730)
+    cm871 = parse_smartctl_text_reading(fixture_path(
+        "smartctl-text-bsdhw/bsdhw__SSD_Samsung_MZ7TY128HDHP-000L1_EADCB300977F.txt").read_text(errors="replace"), "/dev/sdx")
+    assert cm871.host_written_bytes is None and "unit not established" in cm871.extra["host_written_bytes_withheld"]
