@@ -85,22 +85,28 @@ def _matches(rule, serial: Optional[str], model: Optional[str]) -> bool:
     return True
 
 
-def power_loss_protection(config, serial: Optional[str], model: Optional[str]) -> Tuple[Optional[bool], str]:
+def power_loss_protection(config, serial: Optional[str], model: Optional[str],
+                          stated: Optional[bool] = None) -> Tuple[Optional[bool], str]:
     """Whether the drive has power-loss protection, and where that comes from.
 
     The first matching ``power_loss_protection`` rule of the configuration wins (the operator
-    knows the hardware); then the model table. ``(None, "unknown")`` when neither says.
+    knows the hardware); then what the drive's own tool states (``stated``: fio-status
+    "Powerloss protection: protected", a plug-in's ``power_loss_protection``); then the model
+    table. ``(None, "unknown")`` when none says.
     """
     for rule in getattr(config, "power_loss_protection", ()):
         if _matches(rule, serial, model):
             return rule.protected, "config"
+    if stated is not None:
+        return stated, "the drive's tool"
     for row in PLP_MODELS:
         if model and re.search(row.model, model):
             return row.protected, f"model table: {row.document}"
     return None, "unknown"
 
 
-def expected_write_cache(config, serial: Optional[str], model: Optional[str]) -> Optional[str]:
+def expected_write_cache(config, serial: Optional[str], model: Optional[str],
+                         stated_protection: Optional[bool] = None) -> Optional[str]:
     """The write cache state to expect: an explicit ``write_cache_rules`` entry first; else
     ``enabled`` for a drive with power-loss protection (its cache is safe and makes fsync
     fast), ``disabled`` for one known to have none (its cache loses acknowledged writes on a
@@ -108,7 +114,7 @@ def expected_write_cache(config, serial: Optional[str], model: Optional[str]) ->
     for rule in config.write_cache_rules:
         if _matches(rule, serial, model):
             return None if rule.expected == "any" else rule.expected
-    protected, _ = power_loss_protection(config, serial, model)
+    protected, _ = power_loss_protection(config, serial, model, stated_protection)
     if protected is True:
         return CACHE_ENABLED
     if protected is False:

@@ -45,6 +45,22 @@ class RatedEndurance:
     tbw_bytes: Optional[float]
     pe_cycles: Optional[int]
     source: str
+    # a rating the drive's own tool states in media-side bytes (Fusion-io's Rated PBW): the
+    # NAND total itself, where pe_cycles would be multiplied by the capacity
+    nand_bytes: Optional[float] = None
+
+
+def stated_endurance(reading) -> Optional[RatedEndurance]:
+    """The rating the drive's own tool states (``rated_host_written_bytes`` or
+    ``rated_nand_written_bytes`` of the reading: fio-status, a plug-in), or None."""
+    said = reading.sources
+    if reading.rated_host_written_bytes:
+        return RatedEndurance(float(reading.rated_host_written_bytes), None,
+                              f"drive's tool: {said.get('rated_host_written_bytes', 'rated host writes')}")
+    if reading.rated_nand_written_bytes:
+        return RatedEndurance(None, None, f"drive's tool: {said.get('rated_nand_written_bytes', 'rated media writes')}",
+                              nand_bytes=float(reading.rated_nand_written_bytes))
+    return None
 
 
 @dataclass(frozen=True)
@@ -203,6 +219,7 @@ def rated_endurance(
     capacity_bytes: Optional[int],
     overrides: Overrides = _NO_OVERRIDES,
     model_family: Optional[str] = None,
+    stated: Optional[RatedEndurance] = None,
 ) -> Optional[RatedEndurance]:
     """Rated endurance of a drive model, or ``None`` when unknown.
 
@@ -223,6 +240,8 @@ def rated_endurance(
             return _from_override(pattern, value, capacity_bytes)
         except (re.error, ValueError, TypeError) as exc:
             _warn_once(f"endurance override {pattern!r} ignored: {exc}")
+    if stated is not None:
+        return stated  # the drive's own tool (stated_endurance): after the user, before the table
     # The model string first; smartctl's model family names the series where the part number
     # does not, but only a family that names one series, and only when that matches one row.
     # "Intel S4510/S4610/S4500/S4600 Series SSDs" or "Intel 730 and DC S3500/S3700 Series

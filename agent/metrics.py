@@ -256,7 +256,7 @@ def _health(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
     # decoded in /api/v1/drives, the status page and the runbook (health.NVME_WARNING_BITS).
     f.gauge("ssd_nvme_critical_warning", "NVMe critical warning byte (SMART / Health log byte 0; 0 = none).",
             ids, r.critical_warning)
-    f.gauge("ssd_smart_healthy", "SMART overall-health self-assessment passed (1) or failed (0).", ids, _bool(r.smart_healthy))
+    f.gauge("ssd_smart_healthy", "The drive's own overall health verdict passed (1) or failed (0): SMART self-assessment, or the vendor tool's (Shannon media_status/seu_flag, Fusion-io reserves).", ids, _bool(r.smart_healthy))
     f.gauge("ssd_readonly", "The drive has put itself in read-only mode.", ids, _bool(health.is_readonly(r)))
     # only drives with a reduced-write mode (Shannon) report one
     f.gauge("ssd_write_reduced", "The drive throttles writes to protect itself.", ids, _bool(health.is_write_reduced(r)))

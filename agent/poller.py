@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 from agent import durability
 from agent import projection as projection_mod
 from agent.config import SOURCE_KEYS, Config
-from agent.endurance import rated_endurance
+from agent.endurance import rated_endurance, stated_endurance
 from agent.history import History, default_state_dir
 from agent.history_file import StateLock
 from agent.text import printable
@@ -688,13 +688,14 @@ class Poller:
 
     def _project(self, reading: DriveReading) -> Tuple[Tuple[Projection, ...], Optional[float]]:
         """The drive's wear-out projections and its rated endurance in host bytes."""
-        rated = rated_endurance(reading.model or "", reading.capacity_bytes, self._rated_rules, reading.model_family)
+        rated = rated_endurance(reading.model or "", reading.capacity_bytes, self._rated_rules, reading.model_family,
+                                stated=stated_endurance(reading))
         try:
             projections = tuple(projection_mod.project_all(reading, self.clock(), self.history, rated))
         except Exception:  # projection is advisory; never lose the drive over it
             log.exception("projection failed for %s", reading.identity)
             projections = ()
-        return projections, _rated_bytes(rated, reading)
+        return projections, projection_mod.rated_host_bytes(rated, reading, projections)
 
     def _note_history(self) -> None:
         with self._lock:
@@ -831,8 +832,10 @@ class Poller:
         _read_at, projections, rated_bytes = cached
         return Drive(
             reading=reading,
-            write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model),
-            power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model)[0],
+            write_cache_expected=durability.expected_write_cache(self.config, reading.serial, reading.model,
+                                                                 reading.power_loss_protection),
+            power_loss_protection=durability.power_loss_protection(self.config, reading.serial, reading.model,
+                                                                   reading.power_loss_protection)[0],
             projections=projections,
             rated_endurance_bytes=rated_bytes,
             last_poll=polls,
@@ -1038,15 +1041,3 @@ def merged_identities(drives: Sequence[_Merged]) -> Dict[Tuple[str, str], str]:
 REMOTE_PID = -1  # a stuck process that lives in the probe helper
 
 
-def _rated_bytes(rated, reading: DriveReading) -> Optional[float]:
-    """Rated endurance in host bytes: TBW as given, or capacity x P/E cycles (NAND bytes)
-    divided by the drive's write amplification when it reports one."""
-    if rated is None:
-        return None
-    if rated.tbw_bytes:
-        return float(rated.tbw_bytes)
-    if rated.pe_cycles and reading.capacity_bytes:
-        nand = float(rated.pe_cycles) * reading.capacity_bytes
-        wa = reading.write_amplification
-        return nand / wa if wa and wa >= 1.0 else nand
-    return None

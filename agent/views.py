@@ -216,7 +216,7 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
     flags: List[Flag] = []
     r = d.reading
     if v.smart_healthy is False:
-        flags.append(Flag(CRITICAL, "SMART overall health: FAILED", "smart_health"))
+        flags.append(Flag(CRITICAL, r.extra.get("health_failed") or "SMART overall health: FAILED", "smart_health"))
     if r.critical_warning:
         bits = v.critical_warning_bits
         flags.append(Flag(CRITICAL, "NVMe critical warning: " + ", ".join(bits or [hex(r.critical_warning)]),

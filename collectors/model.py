@@ -84,6 +84,11 @@ class DriveReading:
     # health
     smart_healthy: Optional[bool] = None
     life_left_ratio: Optional[float] = None
+    # The spread (0..1) between the independent life figures one drive reports (ATA device
+    # statistics' Percentage Used against the vendor's life attribute, or two vendor attributes),
+    # set where it has two or more; past LIFE_LEFT_SPREAD_MARGIN they disagree, and
+    # extra["life_left_disagreement"] names both (sources["life_left_spread_ratio"] every figure).
+    life_left_spread_ratio: Optional[float] = None
     spare_left_ratio: Optional[float] = None
     spare_threshold_ratio: Optional[float] = None
     bad_block_ratio: Optional[float] = None
@@ -102,6 +107,13 @@ class DriveReading:
     host_written_bytes: Optional[int] = None
     host_read_bytes: Optional[int] = None
     nand_written_bytes: Optional[int] = None
+    # What the drive's own tool states (Fusion-io fio-status, a plug-in): its rated endurance in
+    # host bytes (TBW) or in media-side bytes (a PBW counted against nand_written_bytes), and
+    # whether it has power-loss protection. The projection and the expected write cache use
+    # them unless the configuration says otherwise (agent/endurance.py, agent/durability.py).
+    rated_host_written_bytes: Optional[int] = None
+    rated_nand_written_bytes: Optional[int] = None
+    power_loss_protection: Optional[bool] = None
 
     # environment
     temperatures: Tuple[Temperature, ...] = ()
@@ -193,6 +205,12 @@ EVIDENCE_FIELDS = (
     ("write_amplification", "write amplification"),
     ("power_on_seconds", "power-on time"),
 )
+
+
+# Two life figures of one drive further apart than this (in life left, 0..1) disagree: whole-percent
+# rounding and the vendors' different curves (a normalized value stepping by 1, a count of spare
+# blocks) stay within it on the drives whose figures agree (bench/corpus_report.py).
+LIFE_LEFT_SPREAD_MARGIN = 0.10
 
 
 # Write cache state values.
@@ -503,6 +521,10 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
         "plus at most 128 bytes of protection information")),
     "DriveReading.life_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_life_left_ratio",), spec=(
         f"{_RATIO}: NVMe Percentage Used may pass 100, life left then stays at 0")),
+    # metrics=(): computed here, not exported yet (the metric and the page's flag come with the
+    # health rules, which compare it with LIFE_LEFT_SPREAD_MARGIN)
+    "DriveReading.life_left_spread_ratio": Bound("ratio", 0.0, 1.0, spec=(
+        f"{_RATIO}: the difference between two life-left figures, each 0..1")),
     "DriveReading.spare_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_left_ratio",), spec=(
         f"{_RATIO}: NVMe Available Spare is a normalised percent, 0..100")),
     "DriveReading.spare_threshold_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_threshold_ratio",), spec=(
@@ -530,6 +552,11 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
     "DriveReading.nand_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, relative="volume",
                                              metrics=("ssd_nand_written_bytes_total",), spec=(
         "at most capacity x 100,000 full writes (SLC's rated P/E) and power-on time x link speed")),
+    # metrics=(): shown through the projection (ssd_endurance_rated_bytes), not on their own
+    "DriveReading.rated_host_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, low_exclusive=True, spec=(
+        "a vendor's TBW: above 0, at most a 64-bit byte count")),
+    "DriveReading.rated_nand_written_bytes": Bound("bytes", 0, MAX_COUNTER, integer=True, low_exclusive=True, spec=(
+        "a vendor's PBW of media writes (fio-status 'Rated PBW'): above 0, at most a 64-bit byte count")),
     "DriveReading.power_on_seconds": Bound("seconds", 0, MAX_POWER_ON_SECONDS, integer=True,
                                            metrics=("ssd_power_on_seconds_total",), spec=(
         "20 years: flash drives are rated for 3 to 5, warranted for at most 10")),
@@ -607,8 +634,8 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
 
 # Fields that are not figures although their type could hold one, each with the reason.
 NOT_FIGURES: Dict[str, str] = {
-    "Snapshot.host": "host sources' results by source name (the sync-write probe's SyncWriteResult, "
-                     "bounded in collectors/syncwrite/probe.py)",
+    "Snapshot.host": "each host source's own results (collectors.syncwrite.SyncWriteResult, a "
+                     "controller's volumes), bounded in that source's module",
 }
 
 

@@ -131,6 +131,7 @@ def ata_attributes(spec: DriveSpec, st: DriveState, layout: str) -> List[Dict[st
     celsius = int(round(st.celsius))
     max_celsius = int(round(spec.busy_celsius + 2))
     liteon = "LITEON" in spec.model.upper()
+    liteon_unit = GIB if re.search(r"\bLCH-\d+V2S$", spec.model.upper()) else MIB32
     intel = "Intel" in (CATALOGUE[spec.catalogue].family or "")
     out = []
     for row in rows:
@@ -168,11 +169,12 @@ def ata_attributes(spec: DriveSpec, st: DriveState, layout: str) -> List[Dict[st
             out.append(_row(row, value=celsius, worst=max_celsius, raw=celsius,
                             raw_string=f"{celsius} (Min/Max 18/{max_celsius})"))
         elif liteon and name == "Total_LBAs_Written":
-            # LITEON firmware counts 32 MiB units; smartctl, not knowing the drive, calls
-            # the attribute Total_LBAs_Written.
-            out.append(_row(row, raw=int(st.host_written // MIB32)))
+            # LITEON firmware counts 32 MiB units, the own-firmware LCH (LCH-256V2S) GiB
+            # (collectors/smartctl/attributes.py, tests/test_liteon_lch.py); smartctl, not
+            # knowing the drive, calls the attribute Total_LBAs_Written.
+            out.append(_row(row, raw=int(st.host_written // liteon_unit)))
         elif liteon and name == "Total_LBAs_Read":
-            out.append(_row(row, raw=int(st.host_read // MIB32)))
+            out.append(_row(row, raw=int(st.host_read // liteon_unit)))
         elif liteon and attr_id == 173:
             out.append(_row(row, value=max(1, life)))  # the wear indicator, unnamed
         else:

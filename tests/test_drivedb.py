@@ -14,7 +14,9 @@ DB = drivedb.bundled()
 
 
 def test_the_bundled_database():
-    assert DB.revision == 5319 and DB.date == "2022-02-19"
+    # the drivedb/7.3 branch of 2026-07-20 (collectors/smartctl/data/README.md says why that branch)
+    assert DB.revision == 6204 and DB.date == "2026-07-20"
+    assert "smartmontools 7.3-7.4 drive database" in drivedb.BUNDLED.read_text()[:200]
     assert len(DB.entries) > 500
     assert DB.default_name(241) == "Total_LBAs_Written" and DB.default_name(233) == "Media_Wearout_Indicator"
 
@@ -89,7 +91,7 @@ def test_the_database_is_the_sources_value_not_a_global(tmp_path):
     import threading
 
     newer = tmp_path / "drivedb.h"
-    newer.write_text(drivedb.BUNDLED.read_text().replace("drivedb.h 5319 2022-02-19", "drivedb.h 9999 2030-01-01"))
+    newer.write_text(drivedb.BUNDLED.read_text().replace("VERSION: 7.3/6204 2026-07-20", "VERSION: 7.5/9999 2030-01-01"))
     chosen = choose_drive_database(str(newer))
     assert chosen.revision == 9999 and drivedb.active() is DB
     seen = []
@@ -98,13 +100,64 @@ def test_the_database_is_the_sources_value_not_a_global(tmp_path):
         other = threading.Thread(target=lambda: seen.append(drivedb.active().revision))
         other.start()
         other.join()
-    assert seen == [9999, 5319] and drivedb.active() is DB
+    assert seen == [9999, DB.revision] and drivedb.active() is DB
 
 
 def test_best_available_takes_a_newer_host_copy(tmp_path):
     newer = tmp_path / "drivedb.h"
-    newer.write_text(drivedb.BUNDLED.read_text().replace("drivedb.h 5319 2022-02-19", "drivedb.h 9999 2030-01-01"))
+    newer.write_text(drivedb.BUNDLED.read_text().replace("VERSION: 7.3/6204 2026-07-20", "VERSION: 7.5/9999 2030-01-01"))
     assert drivedb.best_available([str(newer)]).revision == 9999
     older = tmp_path / "old.h"
-    older.write_text(drivedb.BUNDLED.read_text().replace("drivedb.h 5319 2022-02-19", "drivedb.h 100 2001-01-01"))
+    older.write_text(drivedb.BUNDLED.read_text().replace("VERSION: 7.3/6204 2026-07-20", "VERSION: 7.3/100 2001-01-01"))
     assert drivedb.best_available([str(older), str(tmp_path / "missing")]) is DB
+
+
+def test_the_host_copy_smartmontools_7_3_ships_is_older(tmp_path):
+    """Debian 12's smartmontools 7.3 package and its update-smart-drivedb download carry r5319 in the
+    Subversion-era form of the version line; the bundled git-era 6204 is newer and wins."""
+    old = tmp_path / "drivedb.h"
+    old.write_text('{ "VERSION: 7.3 $Id: drivedb.h 5319 2022-02-19 17:48:34Z chrfranke $", "-", "-", "", "" },\n'
+                   '{ "DEFAULT", "-", "-", "", "-v 9,raw24(raw8),Power_On_Hours" },\n'
+                   '{ "Some SSD", "SOME SSD", "", "", "-v 241,raw48,Host_Writes_GiB" }\n')
+    parsed = drivedb.load(old)
+    assert (parsed.revision, parsed.date) == (5319, "2022-02-19") and parsed.entries
+    assert drivedb.best_available([str(old)]) is DB
+
+
+def test_the_licence_and_provenance_ship_with_it():
+    data = drivedb.BUNDLED.parent
+    assert "GNU GENERAL PUBLIC LICENSE" in (data / "COPYING").read_text()[:200]
+    readme = (data / "README.md").read_text()
+    assert "6204" in readme and "update-smart-drivedb" in readme and "COPYING" in readme
+
+
+def test_seeds_001_liteon_lch_is_known_now():
+    """seeds/001's drive (LITEON LCH-256V2S, firmware FC8020A) was "Not in smartctl database"
+    for the author and for r5319; the current database files it under Silicon Motion."""
+    entry = DB.lookup("LITEON LCH-256V2S", "FC8020A")
+    assert entry is not None and entry.family == "Silicon Motion based SSDs"
+    names = DB.names_of(entry, "FC8020A")
+    assert names[241].name == "Host_Writes_32MiB" and names[241].trust == drivedb.NAMED
+
+
+def test_a_default_checked_on_one_firmware_vouches_on_that_firmware_only():
+    """The JMicron entry lists 241 Total_LBAs_Written "// FW SVN423b": checked on that firmware.
+    KingSpec's NT-256 (firmware SN12574, a Maxiotek controller the entry also matches) prints 34
+    there after 1,219 power-on hours (tests/fixtures/smartctl-text-bsdhw): not sectors."""
+    entry = DB.lookup("NT-256 2242", "SN12574")
+    assert entry is not None and entry.family.startswith("JMicron")
+    assert DB.names_of(entry, "SN12574")[241].trust == drivedb.DEFAULT
+    assert DB.names_of(entry, "SVN423b")[241].trust == drivedb.CONFIRMED
+    # a note that names models, not a reservation, keeps the check (Samsung: "PM851, SM841N")
+    samsung = DB.lookup("SAMSUNG MZ7LN256HMJP-00000", "MAV0100Q")
+    assert DB.names_of(samsung, "MAV0100Q")[242].trust == drivedb.CONFIRMED
+
+
+@pytest.mark.parametrize("line,revision,date", [
+    ('{ "VERSION: 7.3 $Id: drivedb.h 5319 2022-02-19 17:48:34Z chrfranke $", "-", "-", "", "" }', 5319, "2022-02-19"),
+    ('{ "VERSION: 7.5/6204 2026-07-20 17:31:50 +0000 98360bf7d5d9", "-", "-", "", "" }', 6204, "2026-07-20"),
+    ('{ "VERSION: 7.3/ 2026-07-20", "-", "-", "", "" }', 0, ""),
+])
+def test_both_forms_of_the_version_line(line, revision, date):
+    parsed = drivedb.parse(line)
+    assert (parsed.revision, parsed.date) == (revision, date)

@@ -345,19 +345,20 @@ GOLDEN = [
     # Written", "0x01 0x028 6 144226773252 --- Logical Sectors Read". 69132 sectors would be
     # 35 MB after 13,000 hours; 69132 GiB is 74.2 TB against devstat's 74.2 TB.
     (TEXT + "SSD_Apacer_AS340_960GB_15B6C2D7DBCD.txt",
-     144980997209 * 512, 144226773252 * 512, 69132 * GiB, 68772 * GiB, "ata 241 Total_LBAs_Written raw"),
+     144980997209 * 512, 144226773252 * 512, 69132 * GiB, 68772 * GiB, "ata 241 Total_LBAs_Written raw x GiB"),
     # Patriot P200 2TB (Silicon Motion): "241 Host_Writes_32MiB ... 88788330888" and devstat
     # "Logical Sectors Written 88788330888" are the same number: sectors, not 32 MiB (which
     # would be 2.98 EB); "242 Host_Reads_32MiB ... 59169569143" = "Logical Sectors Read".
     (TEXT + "SSD_Patriot_P200_2TB_A35B7644B766.txt",
      88788330888 * 512, 59169569143 * 512, 88788330888 * 512, 59169569143 * 512,
-     "ata 241 Host_Writes_32MiB raw"),
+     "ata 241 Host_Writes_32MiB raw x sector size"),
     # SK hynix SC311 SATA 256GB: "241 Total_Writes_GiB ... 444873897" = devstat "Logical
     # Sectors Written 444873897" (as GiB it would be 478 PB on a 256 GB drive); "242
     # Total_Reads_GiB ... 816877740" = "Logical Sectors Read 816877740".
     (TEXT + "SSD_SK_hynix_SC311_SATA_256GB_3E420DFB9613.txt",
      # (drivedb r5319, newer than the capture's, names the same counter Total_Writes_GB)
-     444873897 * 512, 816877740 * 512, 444873897 * 512, 816877740 * 512, "ata 241 Total_Writes_GB raw"),
+     444873897 * 512, 816877740 * 512, 444873897 * 512, 816877740 * 512,
+     "ata 241 Total_Writes_GB raw x sector size"),
 ]
 
 
@@ -440,3 +441,21 @@ def test_devstat_without_write_commands_entry_still_checked() -> None:
     zero = normalise_smartctl(doc(0))
     assert zero.host_written_bytes == (WRAP + 5) * 512
     assert zero.extra["host_written_bytes_devstat_ignored"].startswith("Logical Sectors Written is 0")
+
+
+def test_an_idle_spare_erases_without_host_writes():
+    """HPE MK000480GWCEV (drivedb r6204: "Samsung based SSDs", 173 Wear_Leveling_Count): 16 average
+    erase cycles beside 8.5 MB of host writes after 30,614 powered hours. Within the idle allowance
+    (10 factory cycles + one refresh a month: 52), so the host figure stands; a Samsung CM871 with
+    229 cycles after 14,574 hours (allowance 30) and 10 MB by the LBA reading is still refused."""
+    from collectors.smartctl.ata import _idle_erase_allowance
+    from collectors.smartctl.text_report import parse_smartctl_text_reading
+    from tests.conftest import fixture_path
+
+    hpe = parse_smartctl_text_reading(fixture_path(
+        "smartctl-text-bsdhw/bsdhw__SSD_HPE_MK000480GWCEV_F23F305AB36D.txt").read_text(errors="replace"), "/dev/sdx")
+    assert hpe.host_written_bytes == 16584 * 512
+    assert _idle_erase_allowance(30614 * 3600) == pytest.approx(10 + 30614 / 730)
+    cm871 = parse_smartctl_text_reading(fixture_path(
+        "smartctl-text-bsdhw/bsdhw__SSD_Samsung_MZ7TY128HDHP-000L1_EADCB300977F.txt").read_text(errors="replace"), "/dev/sdx")
+    assert cm871.host_written_bytes is None and "unit not established" in cm871.extra["host_written_bytes_withheld"]

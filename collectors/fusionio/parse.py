@@ -211,6 +211,7 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
     volts: List[Voltage] = []
     spare = spare_warn = life = None
     healthy: Optional[bool] = None
+    plp: Optional[bool] = None
     nand_written = None
     m = _ATTACHED_AS.search(state)
     if m:
@@ -306,9 +307,17 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
         m = _PLP.match(line)
         if m:
             extra["powerloss_protection"] = m.group(1)
+            # A module's own line says "protected" while its capacitors hold (the adapter's
+            # "available" says only that the card has them): the one word taken as protection.
+            if m.group(1).lower() == "protected":
+                plp = True
+                sources["power_loss_protection"] = f"{TOOL} 'Powerloss protection: {m.group(1)}'"
     if serial is None:
         raise ParseError(f"{fct}: no serial number (SN:) in its block")
     rated_bytes = int(extra["rated_pbw_bytes"]) if "rated_pbw_bytes" in extra else None
+    if rated_bytes:
+        # the tool's "% remaining" counts physical (media-side) bytes against this rating
+        sources["rated_nand_written_bytes"] = f"{TOOL} 'Rated PBW' (media-side bytes)"
     if nand_written is not None and life is not None and rated_bytes:
         # The tool counts "% remaining" against these very bytes (see the module doc): a
         # volume that does not give the printed share is in some other unit or domain.
@@ -347,6 +356,8 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
         spare_left_ratio=spare,
         spare_threshold_ratio=spare_warn,
         nand_written_bytes=nand_written,
+        rated_nand_written_bytes=rated_bytes,
+        power_loss_protection=plp,
         temperatures=tuple(temps),
         voltages=tuple(volts),
         sources=sources,

@@ -47,6 +47,7 @@ VALUE_FIELDS = (
     "capacity_bytes", "smart_healthy", "life_left_ratio", "spare_left_ratio", "spare_threshold_ratio",
     "bad_block_ratio", "media_errors", "readonly", "access_mode", "write_amplification",
     "host_written_bytes", "host_read_bytes", "nand_written_bytes", "power_on_seconds", "power_cycles",
+    "rated_host_written_bytes", "rated_nand_written_bytes", "power_loss_protection",
     "temperatures", "defects",
 )
 _IDENTITY = ("serial", "wwn", "model", "vendor", "firmware", "device", "block_device")
@@ -76,6 +77,11 @@ class PluginDrive(_Strict):
     nand_written_bytes: Optional[int] = Field(None, ge=0, le=_MAX_COUNTER)
     power_on_seconds: Optional[int] = Field(None, ge=0, le=20 * 366 * 86400)
     power_cycles: Optional[int] = Field(None, ge=0, le=_MAX_COUNTER)
+    # what the vendor's tool states: a TBW (host bytes) or a rating of media writes, and
+    # power-loss protection (used for the projection and the write cache to expect)
+    rated_host_written_bytes: Optional[int] = Field(None, ge=1, le=_MAX_COUNTER)
+    rated_nand_written_bytes: Optional[int] = Field(None, ge=1, le=_MAX_COUNTER)
+    power_loss_protection: Optional[bool] = None
     temperatures: List[PluginTemperature] = Field(default_factory=list, max_length=32)
     defects: Dict[str, int] = Field(default_factory=dict, max_length=32)
 

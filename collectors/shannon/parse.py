@@ -254,6 +254,7 @@ class _Card:
         self.defects: dict[str, int] = {}
         self.sources: dict[str, str] = {}
         self.extra: dict[str, str] = {}
+        self.verdicts: dict[str, str] = {}  # media_status / seu_flag: where each was read
         self.has_values = False  # sysfs: did any known file have a value
 
     def set(self, name: str, value: object, source: str | None = None) -> None:
@@ -275,6 +276,33 @@ class _Card:
         self.set("access_mode", mode, source)
         # reduced_write still accepts writes; only readonly refuses them.
         self.fields["readonly"] = mode == ACCESS_READONLY
+
+    def said(self, key: str, value: str, source: str) -> None:
+        """A descriptive value, kept as reported; the card's own health words also decide
+        ``smart_healthy`` (:meth:`verdict`)."""
+        self.extra[key] = value
+        if key in HEALTH_WORDS:
+            self.verdicts[key] = source
+
+    def verdict(self) -> None:
+        """The card's own health verdict from the words generation 2 prints (``-p -a``, ``-a``,
+        and ``seu_flag`` in sysfs): ``smart_healthy`` False when any says the card is failing,
+        True when every one read says it is well, withheld (with the word) when one is a word
+        not in :data:`HEALTH_WORDS`. Generation 1 prints no such word: no verdict."""
+        read = {key: self.extra[key] for key in self.verdicts}
+        if not read:
+            return
+        meaning = {key: HEALTH_WORDS[key].get(value.strip().lower()) for key, value in read.items()}
+        failed = [f"{key}={read[key]}" for key, ok in meaning.items() if ok is False]
+        unknown = [f"{key}={read[key]!r}" for key, ok in meaning.items() if ok is None]
+        source = ", ".join(f"{self.verdicts[key]} {read[key]}" for key in read)
+        if failed:
+            self.set("smart_healthy", False, source)
+            self.extra["health_failed"] = "card reports " + ", ".join(failed)
+        elif unknown:
+            self.extra["smart_healthy_withheld"] = f"{', '.join(unknown)}: not a state this parser knows"
+        else:
+            self.set("smart_healthy", True, source)
 
     def derive(self) -> None:
         """Figures the card implies but does not print on every path: the bad-block share from
@@ -307,6 +335,7 @@ class _Card:
 
     def build(self, require_serial: bool = True) -> DriveReading:
         self.derive()
+        self.verdict()
         if not self.fields.get("device"):
             raise ParseError(f"{self.where}: card has no control device node")
         if require_serial and not self.fields.get("serial"):
@@ -332,6 +361,16 @@ class _Card:
             **self.fields,  # type: ignore[arg-type]
         ))
 
+
+# The card's own health words (driver 3.x, generation 2) and what each says of the card: the
+# flash (media_status) and the controller's single-event-upset state (seu_flag: an upset in its
+# logic that it corrected, or one it could not). Public Shannon monitors page on media_status
+# not Healthy (a falcon-agent hardware check reads "Media Status" from shannon-status); the
+# driver exports seu_flag in sysfs beside its seu_crc_error/seu_ecc_error counters.
+HEALTH_WORDS: dict[str, dict[str, bool]] = {
+    "media_status": {"healthy": True, "unhealthy": False},
+    "seu_flag": {"normal": True, "correctable": True, "uncorrectable": False},
+}
 
 # -a / -p geometry, kept in extra as printed: their product is the card's erase blocks.
 _GEOMETRY_KEYS = ("channels", "lunsets_in_channel", "luns_in_lunset", "eblocks_in_lun")
@@ -416,7 +455,7 @@ def _apply(card: _Card, key: str, value: str, source: str, context: str) -> None
     else:
         # Descriptive values (pci_address, media_status, seu_flag, geometry ...) are kept
         # as reported, for the API; none of them is a number the metrics need.
-        card.extra[key] = value
+        card.said(key, value, source)
 
 
 def _reading_list(cards: list[_Card], announced: list[str], total: int | None, what: str) -> list[DriveReading]:
@@ -602,7 +641,7 @@ def parse_status_a(text: str) -> list[DriveReading]:
                     _apply(card, "bad_block_percentage", value[: -len(" bad block")].strip(),
                            "shannon -a Media status", f"{context}: Media status")
                 else:
-                    card.extra["media_status"] = value
+                    card.said("media_status", value, "shannon -a Media status")
                 continue
             key = _A_LABELS.get(label, re.sub(r"[^a-z0-9]+", "_", label).strip("_"))
             _apply(card, key, _a_value(key, value), f"shannon -a {label.capitalize()}", f"{context}: {label}")
@@ -767,7 +806,7 @@ def parse_sysfs(files: Mapping[str, str], block_device: str) -> DriveReading:
         elif name in _SYSFS_COUNTS_EXTRA:
             card.extra[name] = str(_integer(value, context))
         elif name in _SYSFS_TEXT_EXTRA:
-            card.extra[_SYSFS_TEXT_EXTRA[name]] = value
+            card.said(_SYSFS_TEXT_EXTRA[name], value, source)
         elif name == "access_mode":
             card.access(value, source)
         elif name in _SYSFS_SECTORS:

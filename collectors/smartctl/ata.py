@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from collectors import evidence
+from collectors.model import LIFE_LEFT_SPREAD_MARGIN
 from collectors.smartctl import attributes as attrs
 from collectors.smartctl import drivedb
 
@@ -75,7 +76,7 @@ def vocabulary(
     model = doc.get("model_name") if isinstance(doc.get("model_name"), str) else None
     firmware = doc.get("firmware_version") if isinstance(doc.get("firmware_version"), str) else None
     entry = db.lookup(model, firmware)
-    ours = db.names_of(entry) if model else {}
+    ours = db.names_of(entry, firmware) if model else {}
     report_knows = doc.get("in_smartctl_database") is True
     report_revision = doc.get("smartctl_database_revision")
     if not isinstance(report_revision, int):
@@ -226,6 +227,8 @@ def life_left(
         extra["life_used_percent"] = str(used)
     if vendor is not None:
         candidates.append((vendor, vendor_source))
+    standard = [c for c in candidates if c[1] == DEVSTAT_USED_SOURCE]
+    _spread(figures, standard, findings)
     rating = _own_rating(vendor, erase)
     set_aside: List[str] = []
     for left, source in candidates:
@@ -265,6 +268,35 @@ def life_left(
 
 # Two vendor life figures of one drive further apart than this contradict each other.
 VENDOR_LIFE_SPREAD_POINTS = 10
+
+
+def _life_figures(findings: attrs.AttributeFindings) -> List[Tuple[float, str]]:
+    """Every vendor life figure of the drive as percent left, with its source: the explicit life
+    attributes, then the wear-levelling counter's VALUE where the table reads it as life."""
+    explicit = [f for f in [findings.get(attrs.LIFE_LEFT), findings.get(attrs.LIFE_USED)] + findings.also
+                if f is not None and f.meaning != attrs.WEAR_LEVELLING_LEFT and not _rating_missing(f, findings)]
+    wear = findings.get(attrs.WEAR_LEVELLING_LEFT)
+    found = explicit + ([wear] if wear is not None else [])
+    return [(_as_left(f), f.source) for f in found]
+
+
+def _spread(figures: AtaFigures, standard: List[Tuple[float, str]], findings: attrs.AttributeFindings) -> None:
+    """How far apart the drive's independent life figures are (the device statistics indicator
+    and the vendor attributes): ``life_left_spread_ratio`` where there are two or more, and
+    ``extra["life_left_disagreement"]`` past the margin (an ADATA SP900 with 0% used in device
+    statistics and 87% left in 231 SSD_Life_Left: 0.13)."""
+    every = standard + _life_figures(findings)
+    if len(every) < 2:
+        return
+    values = [v for v, _ in every]
+    spread = round((max(values) - min(values)) / 100.0, 6)
+    figures.fields["life_left_spread_ratio"] = spread
+    figures.sources["life_left_spread_ratio"] = "; ".join(f"{s}: {v:g}%" for v, s in every)
+    if spread > LIFE_LEFT_SPREAD_MARGIN:
+        high, low = max(every), min(every)
+        figures.extra["life_left_disagreement"] = (
+            f"{high[1]} says {high[0]:g}% left, {low[1]} {low[0]:g}%: {spread * 100:g} points apart "
+            f"(more than {LIFE_LEFT_SPREAD_MARGIN * 100:g})")
 
 
 def _as_left(found: attrs.Finding) -> float:
@@ -336,6 +368,8 @@ def _attribute_reading(
         unit = known.rule.unit
         source = f"ata {known.attribute.attr_id} {known.attribute.name} raw"
         own_row = known.rule.family is not None
+        if own_row and _unit_label(unit) not in known.attribute.name:
+            source += f" x {_unit_label(unit)}"  # the table's unit for this model, not the name's
         sound = _volume_problem(known.value, capacity, power_on_seconds, used, average_erase,
                                 known.meaning) is None
         if sound and not own_row:
@@ -347,20 +381,46 @@ def _attribute_reading(
     return None
 
 
+def _agrees(value: int, sector: int, reading: _Reading, unit: str) -> bool:
+    """The attribute in ``unit`` and the devstat sector counter ``value`` say the same volume, to
+    within 2% or one count of the unit (the two are read a moment apart)."""
+    unit_sectors = max(1, (attrs.unit_bytes(unit, sector) or sector) // sector)
+    attr_sectors = (reading.attr.raw or 0) * unit_sectors
+    return abs(attr_sectors - value) <= max(0.02 * value, unit_sectors + _DEVSTAT_SLACK_SECTORS)
+
+
+def _wrap_units(value: int, sector: int, reading: _Reading) -> Tuple[str, ...]:
+    """The units to try the wrap match in: the reading's own first. A unit the drive database
+    names is weighed first; when the attribute in that unit disagrees with the devstat counter
+    (Lite-On LCH firmware counts GiB under the database's Host_Writes_32MiB: 6939 x 32 MiB is
+    0.23 TB against a devstat counter of 0.85 TB), the other units an attribute counts in are tried
+    too, and only the one whose count leaves exactly the devstat value in the low 32 bits fits."""
+    if _agrees(value, sector, reading, reading.units[0]):
+        return reading.units[:1]
+    return reading.units + tuple(u for u in _CANDIDATE_UNITS if u not in reading.units)
+
+
 def _wrap_match(value: int, sector: int, reading: Optional[_Reading]) -> Optional[_Volume]:
     """The attribute reading that the devstat counter ``value`` equals modulo 2**32 sectors while
-    the attribute counts more than 2**32 sectors: the devstat counter is kept in 32 bits, and the
-    match fixes the attribute's unit."""
+    the attribute counts more than 2**32 sectors: the devstat counter is kept in 32 bits (it
+    wrapped), and the match fixes the attribute's unit. Such a match is weighed above the devstat
+    counter whatever unit the database names: a random attribute lands within one unit of the
+    counter's low 32 bits about once in 2,000 drives for GiB, once in 65,000 for 32 MiB."""
     if reading is None:
         return None
-    for unit in reading.units:
+    for unit in _wrap_units(value, sector, reading):
         unit_sectors = max(1, (attrs.unit_bytes(unit, sector) or sector) // sector)
         attr_sectors = (reading.attr.raw or 0) * unit_sectors
         gap = (attr_sectors - value) % _DEVSTAT_WRAP
         gap = min(gap, _DEVSTAT_WRAP - gap)
         if attr_sectors >= _DEVSTAT_WRAP and gap <= unit_sectors + _DEVSTAT_SLACK_SECTORS:
-            note = "" if reading.established and unit == reading.units[0] else \
-                f" x {_unit_label(unit)} (unit fixed by the devstat counter's low 32 bits)"
+            if reading.established and unit == reading.units[0]:
+                note = ""
+            elif unit in reading.units:
+                note = f" x {_unit_label(unit)} (unit fixed by the devstat counter's low 32 bits)"
+            else:
+                note = (f" x {_unit_label(unit)} (not the {_unit_label(reading.units[0])} its name says: the "
+                        "devstat counter is this count's low 32 bits)")
             return _Volume(attr_sectors * sector, reading.source + note)
     return None
 
@@ -444,6 +504,18 @@ def host_volume(
                         power_on_seconds, _used_percent(devstat))
 
 
+# Erase cycles a drive may do without the host: 10 from the factory, and one full refresh a month
+# while powered. JESD218 rates enterprise SSD retention at 3 months (40 C, power off), client at a
+# year: a powered drive rewrites a block at most about that often to keep its data; a month is a
+# threefold margin on the shorter one.
+FACTORY_ERASE_CYCLES = 10
+REFRESH_INTERVAL_SECONDS = 730 * 3600
+
+
+def _idle_erase_allowance(power_on_seconds: Optional[int]) -> float:
+    return FACTORY_ERASE_CYCLES + (power_on_seconds or 0) / REFRESH_INTERVAL_SECONDS
+
+
 def _volume_problem(
     value: float, capacity: Optional[int], power_on_seconds: Optional[int], used: Optional[int],
     average_erase: Optional[float], meaning: str = attrs.HOST_WRITTEN, what: str = "host bytes written",
@@ -464,7 +536,10 @@ def _volume_problem(
     if average_erase >= 10 and drive_writes > 30 * (average_erase + 1):
         return (f"{drive_writes:,.0f} drive writes from the host, more than the flash's average erase count "
                 f"({average_erase:,.0f}) allows")
-    if average_erase >= 10 and drive_writes < average_erase / 100:
+    # The low side only past what a drive erases with no host writes at all: factory cycles, and
+    # refreshing its data while it sits powered (an HPE MK000480GWCEV spare: 16 cycles, 8.5 MB
+    # from the host in 30,614 hours of smartd's self-tests; drivedb names its 173 since r6204).
+    if average_erase > _idle_erase_allowance(power_on_seconds) and drive_writes < average_erase / 100:
         return (f"{drive_writes:,.1f} drive writes from the host against an average erase count of "
                 f"{average_erase:,.0f}: a write amplification over 100")
     return None

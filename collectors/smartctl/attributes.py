@@ -169,13 +169,20 @@ _GIB_32MIB_NAME = r"\bSuperMicro SSD\b"
 # Host_Writes_32MiB carries the same number), HPE MK001920GWTTL, Toshiba HK4R, Toshiba/OCZ
 # TR150 ("Host_Writes"), and the small-vendor drives GS Nanotech GS SSD, INDMEM, Mushkin
 # MKNSSDRE, ORTIAL, SPCC Solid State Disk, Team T253, XPG SX950U, DEPO SM3DT, Lite-On L8H and
-# QUMO SSD. Lite-On's LCH (the LCH-256V2S of seeds/001) is the same V2 generation as the L8H,
-# unknown to smartctl's database alike, so it is read the same way (no capture of it exists).
+# the HP-firmware LCH (LCH-256V2S-HP, 2C02/2C03), and QUMO SSD.
 _32MIB_241 = (
     r"Dell Certified Intel S(?:3520|4x00)|Intel (?:3710|540) Series|\bMK\d{6}GWTTL\b|Toshiba HK4R"
     r"|\bGS SSD \d+|\bINDMEM SSD\b|\bMKNSSDRE\d+[GT]B\b|\bORTIAL SSD\b|\bSPCC Solid State Disk\b"
-    r"|\bTEAM T253|\bXPG SX950U\b|\bDEPO SM3DT|\bLITEON L(?:8H|CH)-|\bQUMO SSD\b"
+    r"|\bTEAM T253|\bXPG SX950U\b|\bDEPO SM3DT|\bLITEON L8H-|\bLITEON LCH-\d+V2S-HP\b|\bQUMO SSD\b"
 )
+# Lite-On's own-firmware LCH (the LCH-256V2S of seeds/001, firmware FC8020A): smartctl's database
+# files it under "Silicon Motion based SSDs", whose entry names 241/242 Host_Writes_32MiB and
+# Host_Reads_32MiB, but these firmwares count GiB. Each real report with device statistics says so:
+# Logical Sectors Written equals raw x 2**21 sectors modulo 2**32 (the devstat counter kept in 32
+# bits) to within one GiB, on GC72201 (LCH-128V2S), WC87901, 3C87902 and FC82202 (LCH-256V2S;
+# tests/test_liteon_lch.py), and raw x 32 MiB is less than the device statistics' own count on every
+# one of them. The HP firmware of the same drive (LCH-256V2S-HP) counts 32 MiB, as the entry says.
+_LITEON_LCH_GIB = r"\bLITEON LCH-\d+V2S$"
 # Raw counts in sectors although the name says 32 MiB or GiB (devstat / raw = 1, exactly):
 # Patriot P200 (Silicon Motion) and SK hynix SC311.
 _SECTORS_NAMED_32MIB = r"\bPatriot P200\b"
@@ -243,10 +250,19 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     # life. Used only when no explicit life attribute exists.
     _R(177, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED,
        family=r"Samsung|SK hynix|Kingston SSDNow UV|Crucial/Micron Client"),
+    # The same counter at 173 where the drive database puts it for the model: "Samsung based SSDs"
+    # names 173 Wear_Leveling_Count for the CM871/PM871 (its 177 is only a listed default), and
+    # "SK hynix SATA SSDs" names it 173 with 177 commented out. VALUE is the life left there too:
+    # 97 on an SK hynix SC313 whose device statistics say 3% used; 97 on a PM871a (MZ7LN1T0HAJQ)
+    # whose raw average of 28 erase cycles matches its 31 TB of NAND writes (251) on 1 TB.
+    _R(173, "Wear_Leveling_Count", WEAR_LEVELLING_LEFT, PERCENT, NORMALIZED, family=r"Samsung|SK hynix"),
     # ---- host writes ------------------------------------------------------------------
     # Explicit units first: on Dell-firmware Intel S3520s smartctl prints 241 and 233 as
     # Total_LBAs_Written, but they carry the same number as 225 Host_Writes_32MiB.
     _R(225, "Host_Writes_32MiB", HOST_WRITTEN, UNIT_32MIB, RAW),
+    _R(241, "Host_Writes_32MiB", HOST_WRITTEN, GIB, RAW, family=_LITEON_LCH_GIB,
+       note="Lite-On LCH own firmware: GiB, not the 32 MiB the database's name says"),
+    _R(241, "Total_LBAs_Written", HOST_WRITTEN, GIB, RAW, family=_LITEON_LCH_GIB),
     _R(241, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=_32MIB_241,
        note="Intel and small-vendor firmware count 32 MiB units under the generic name"),
     _R(233, "Total_LBAs_Written", HOST_WRITTEN, UNIT_32MIB, RAW, family=r"Dell Certified Intel S(?:3520|4x00)"),
@@ -289,6 +305,8 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(246, "Total_LBAs_Written", HOST_WRITTEN, LBA, RAW, note="Crucial/Micron"),
     _R(246, "Total_Host_Sector_Write", HOST_WRITTEN, LBA, RAW),
     # ---- host reads -------------------------------------------------------------------
+    _R(242, "Host_Reads_32MiB", HOST_READ, GIB, RAW, family=_LITEON_LCH_GIB),
+    _R(242, "Total_LBAs_Read", HOST_READ, GIB, RAW, family=_LITEON_LCH_GIB),
     _R(242, "Total_LBAs_Read", HOST_READ, UNIT_32MIB, RAW, family=_32MIB_241),
     _R(242, "Total_LBAs_Read", HOST_READ, GIB, RAW, family=_GIB_241),
     _R(242, "Host_Reads_32MiB", HOST_READ, GIB, RAW, family=_GIB_32MIB_NAME),
@@ -311,6 +329,16 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(242, "Total_LBAs_Read", HOST_READ, LBA, RAW),
     # ---- NAND writes ------------------------------------------------------------------
     _R(243, "NAND_Writes_32MiB", NAND_WRITTEN, UNIT_32MIB, RAW),
+    # SandForce SF-1200/SF-2200 firmware ("SandForce Driven SSDs": OCZ Vertex 2/3, Agility 3,
+    # Kingston HyperX/V300, Corsair Force 3, ADATA SP900, Mushkin): the database names 233 only
+    # SandForce_Internal, but SandForce's attribute set counts the GiB written to the flash there
+    # (234, like 241 Lifetime_Writes_GiB, counts the host's; the two are equal on every such drive
+    # in the corpus), and the database itself names the same counter NAND_GiB_Written on the
+    # SanDisk members of the family. Read as GiB it agrees with the drives' own wear: 410 NAND
+    # cycles at 11% used (OCZ Agility 3), 705 at 15% (Mushkin Chronos), 367 at 9% (Kingston V300),
+    # i.e. 3,500-5,000 rated cycles, the MLC these drives carry (tests/test_sandforce.py).
+    _R(233, "SandForce_Internal", NAND_WRITTEN, GIB, RAW, family=r"SandForce Driven SSDs",
+       note="SandForce: GiB written to the flash"),
     _R(249, "NAND_Writes_1GiB", NAND_WRITTEN, GIB, RAW),
     _R(243, "NAND_Writes_GiB", NAND_WRITTEN, GIB, RAW),
     _R(233, "Flash_Writes_GiB", NAND_WRITTEN, GIB, RAW, note="Phison"),
@@ -342,8 +370,8 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     _R(173, "Average_PE_Count", AVERAGE_ERASE, COUNT, RAW),
     _R(173, "Avg_Write/Erase_Count", AVERAGE_ERASE, COUNT, RAW, note="SanDisk"),
     _R(173, "Avg_Program/Erase_Ct", AVERAGE_ERASE, COUNT, RAW),
-    _R(173, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Crucial|Micron",
-       note="Crucial/Micron m4/C400: raw is the average block erase count"),
+    _R(173, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Crucial|Micron|Samsung|SK hynix",
+       note="Crucial/Micron m4/C400, Samsung CM871/PM871, SK hynix: raw is the average block erase count"),
     _R(177, "Wear_Leveling_Count", AVERAGE_ERASE, COUNT, RAW, family=r"Samsung"),
     # ---- spare ------------------------------------------------------------------------
     _R(232, "Available_Reservd_Space", SPARE_LEFT, PERCENT, NORMALIZED),

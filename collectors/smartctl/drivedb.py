@@ -55,6 +55,7 @@ class Preset:
     fmt: str
     name: Optional[str]
     only: Optional[str] = None  # HDD or SSD: the default applies to that kind only
+    note: str = ""  # a listed default's comment ("PM851, SM841N", "FW SVN423b")
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,12 @@ def _compile(pattern: str) -> Optional[Pattern[str]]:
 
 
 _PRESET = re.compile(r"-v\s+(\d{1,3}),([^,\s\"]+)(?:,([^,\s\"]+))?(?:,(HDD|SSD))?")
-_REVISION = re.compile(r"\$Id: drivedb\.h (\d+) (\d{4}-\d\d-\d\d)")
+# The revision line in both forms: the Subversion era's keyword ("VERSION: 7.3 $Id: drivedb.h 5319
+# 2022-02-19 ...") and the git era's ("VERSION: 7.3/6204 2026-07-20 17:31:50 +0000 98360bf7d5d9").
+# The git-era number carries the Subversion count on (5319 in 2022, 6204 in 2026), so the two
+# compare: it is the number smartctl prints as "In smartctl database 7.3/6204" and the one
+# update-smart-drivedb compares.
+_REVISION = re.compile(r"\$Id: drivedb\.h (\d+) (\d{4}-\d\d-\d\d)|VERSION: \d+\.\d+/(\d+) (\d{4}-\d\d-\d\d)")
 
 
 def _presets(text: str) -> Dict[int, Preset]:
@@ -114,6 +120,35 @@ def _presets(text: str) -> Dict[int, Preset]:
         if 1 <= attr_id <= 255:
             out[attr_id] = Preset(attr_id, match.group(2), match.group(3), match.group(4))
     return out
+
+
+# Notes the maintainers put after a listed default that take the check back: a question mark
+# ("raw value always 0?", "raw24(raw8)??") or "only in spec" (read in a document, not on a drive).
+_RESERVATION = re.compile(r"\?|only in spec", re.IGNORECASE)
+# A note naming the one firmware the default was checked on ("// FW SVN423b").
+_FIRMWARE_NOTE = re.compile(r"\bFW\s+([A-Za-z0-9._-]+)")
+
+
+def _confirmed(comments: str) -> Dict[int, Preset]:
+    """The defaults an entry lists in comments as checked on its models, each with the note that
+    follows it on its line. A default listed with a reservation is not taken as checked."""
+    out: Dict[int, Preset] = {}
+    for line in comments.splitlines():
+        closing = line.rfind('"')
+        note = line[closing + 1:].partition("//")[2].strip() if closing > 0 else ""
+        if _RESERVATION.search(note):
+            continue
+        for attr_id, preset in _presets(line).items():
+            out[attr_id] = Preset(preset.attr_id, preset.fmt, preset.name, preset.only, note)
+    return out
+
+
+def checked_on(preset: Preset, firmware: Optional[str]) -> bool:
+    """Whether a listed default vouches for its name on a drive with ``firmware``: always, unless
+    its note names the one firmware it was checked on (``// FW SVN423b`` on the JMicron entry,
+    whose other models count something else in 241)."""
+    named = _FIRMWARE_NOTE.search(preset.note)
+    return named is None or (firmware or "").strip() == named.group(1)
 
 
 def _entries(text: str) -> Iterable[Tuple[List[str], str]]:
@@ -199,9 +234,9 @@ class DriveDatabase:
     def names_for(self, model: Optional[str], firmware: Optional[str] = None) -> Dict[int, AttributeName]:
         """Every ID's name on this model as this database prints it, with its trust. IDs with
         neither a default nor an entry preset are left out (smartctl prints Unknown_Attribute)."""
-        return self.names_of(self.lookup(model, firmware))
+        return self.names_of(self.lookup(model, firmware), firmware)
 
-    def names_of(self, entry: Optional[Entry]) -> Dict[int, AttributeName]:
+    def names_of(self, entry: Optional[Entry], firmware: Optional[str] = None) -> Dict[int, AttributeName]:
         """:meth:`names_for` once the entry (or None: an unknown drive) has been looked up."""
         out: Dict[int, AttributeName] = {}
         for attr_id, preset in self.defaults.items():
@@ -211,7 +246,7 @@ class DriveDatabase:
         if entry is not None:
             for attr_id, preset in entry.confirmed.items():
                 name = preset.name or self.default_name(attr_id)
-                if name:
+                if name and checked_on(preset, firmware):
                     out[attr_id] = AttributeName(name, CONFIRMED, preset.fmt)
             for attr_id, preset in entry.presets.items():
                 name = preset.name or self.default_name(attr_id) or "Unknown_Attribute"
@@ -235,7 +270,8 @@ def parse(text: str, origin: str = "") -> DriveDatabase:
         if family.startswith("VERSION:") or "$Id" in family:
             found = _REVISION.search(family)
             if found:
-                revision, date = int(found.group(1)), found.group(2)
+                revision = int(found.group(1) or found.group(3))
+                date = found.group(2) or found.group(4)
             if family.startswith("VERSION:"):
                 continue
         if family == "DEFAULT":
@@ -246,7 +282,7 @@ def parse(text: str, origin: str = "") -> DriveDatabase:
             continue
         if family.startswith(("USB:", "$")) or not model or model == "-":
             continue
-        entries.append(Entry(family, model, firmware, _presets(presets), _presets(comments)))
+        entries.append(Entry(family, model, firmware, _presets(presets), _confirmed(comments)))
     return DriveDatabase(tuple(entries), defaults, revision, date, origin)
 
 

@@ -337,10 +337,12 @@ def _ratio_left(percent_used: float) -> float:
 # its 241), or a host counter in an unknown unit (tiny next to the NAND volume). Compressing
 # controllers (SandForce, and Seagate's Nytro drives built on it: "DuraWrite") truly write less
 # than the host sends when the data compress, which database pages often do; for the families
-# smartctl names as such, a figure down to 0.1 is taken. Elsewhere the counters alone cannot
+# smartctl names as such, a figure down to 0.14 is taken. Elsewhere the counters alone cannot
 # tell compression from a partial counter, so a figure below 1 is not reported.
 WRITE_AMPLIFICATION_RANGE = (1.0, 50.0)
-COMPRESSING_WRITE_AMPLIFICATION_RANGE = (0.1, 50.0)
+# 0.14: the best case SandForce itself claims for the SF-2281's compression; below it, the NAND
+# counter leaves writes out.
+COMPRESSING_WRITE_AMPLIFICATION_RANGE = (0.14, 50.0)
 # Intel's 520, 330/335 and 53x/Pro 1500 series are SandForce SF-2281 drives under Intel's name
 # (their drive database entries keep SandForce's attribute layout: 225 host writes in 32 MiB,
 # 233 wear; drivedb.h marks "Intel 53x and Pro 1500/2500 Series SSDs" "SandForce SF-2281").
@@ -528,7 +530,7 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     findings = attrs.interpret_attributes(vocab.attributes, vocab.family, d.model, d.sector,
                                           require_vouched=d.is_ssd is not False)
     devstat = _device_statistics(doc)
-    figures = ata.AtaFigures(sources=d.sources, extra=d.extra)
+    figures = ata.AtaFigures(fields=d.fields, sources=d.sources, extra=d.extra)
     if vocab.entry is not None:
         d.extra["drivedb_family"] = vocab.entry.family
     d.extra["drivedb"] = vocab.database.label

@@ -66,6 +66,11 @@ VERSION_PROBE = "smartctl --version"
 
 # smartctl's message when the device node is gone (ENODEV/ENOENT on open).
 _VANISHED = ("No such device", "No such file or directory")
+# smartctl's message when it cannot tell how to talk to a device it opened ("Please specify
+# device type with the -d option"): seeds/000's smartctl 6.2 on a PCIe card, and RevoDrive-style
+# cards whose SATA controllers sit behind a SCSI-presenting driver. ATA behind a SCSI layer is
+# what SAT (-d sat) is for; it is tried once per device (see SmartctlSource._read).
+_UNDETECTED = b"Unable to detect device type"
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,9 @@ class SmartctlSettings(BaseModel):
     or a path. ``standby_max_skips``: after this many consecutive polls that found a drive
     asleep, read it once anyway (it wakes), like smartd's ``-n standby,N``; 0 never wakes a
     drive. (Until issue 27 these were the top-level ``smartctl_devices``, ``smartctl_drivedb``
-    and ``smartctl_standby_max_skips``; those are still read for one release, with a warning.)"""
+    and ``smartctl_standby_max_skips``; those are still read for one release, with a warning.)
+    A device listed without a type that smartctl cannot type ("Unable to detect device type")
+    is read once more with ``-d sat`` (SmartctlSource._try_sat)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -150,6 +157,8 @@ class SmartctlSource(Source):
         self._inflight: Dict[str, Future] = {}  # target key -> read not finished
         self._slow: Set[str] = set()  # targets whose last read failed or timed out
         self._standby_skips: Dict[str, int] = {}
+        # targets smartctl could not type: True once -d sat read them, False once it did not
+        self._sat_fallback: Dict[str, bool] = {}
         self._logged: Dict[str, str] = {}  # target key -> the failure last logged
         self._tracebacks: Set[Tuple[str, str]] = set()  # (target key, error) logged with its traceback
         self._late_errors: List[str] = []
@@ -213,6 +222,7 @@ class SmartctlSource(Source):
         self._readings.pop(key, None)
         self._notes.pop(key, None)
         self._standby_skips.pop(key, None)
+        self._sat_fallback.pop(key, None)
         self._slow.discard(key)
 
     # -------------------------------------------------------------- reading
@@ -343,19 +353,62 @@ class SmartctlSource(Source):
         if wake:
             log.info("smartctl %s: in standby for %d reads; reading once without --nocheck (wakes it)",
                      target.key, skipped)
+        with self._lock:
+            fallback = self._sat_fallback.get(target.key)
+        asked = SmartTarget(target.device, "sat") if fallback else target
+        result = self._call(asked, use_json, wake)
+        if isinstance(result, tuple):
+            return result
+        outcome = interpret(result, asked, use_json, self.database)
+        if fallback is None and not target.dev_type and outcome[0] != "ok" and _undetected(result):
+            return self._try_sat(target, use_json, wake, outcome)
+        return _fallback_noted(outcome) if fallback else outcome
+
+    def _call(self, target: SmartTarget, use_json: bool, wake: bool):
+        """One smartctl run through the device's probe slot: its result, or (outcome, reason)."""
         argv = argv_for(self.probe_tool, target, self._version, use_json, wake)
         result = self.ctx.probe(target.label, lambda: self.ctx.run(argv))
         if result is None:
             if self.ctx.quarantined(target.label):
                 return "quarantined", "not probed: quarantined behind a stuck probe"
             return "busy", "skipped: another probe is in flight on this device"
-        return interpret(result, target, use_json, self.database)
+        return result
+
+    def _try_sat(self, target: SmartTarget, use_json: bool, wake: bool, first: Tuple[str, object]) -> Tuple[str, object]:
+        """smartctl said "Unable to detect device type": read once more as SAT. Bounded: one
+        extra run, once per device (remembered until the device is forgotten), within the
+        same tool timeout; what it found decides every later read."""
+        sat = SmartTarget(target.device, "sat")
+        result = self._call(sat, use_json, wake)
+        if isinstance(result, tuple):
+            return first  # busy or quarantined: try again next cycle
+        outcome = interpret(result, sat, use_json, self.database)
+        worked = outcome[0] == "ok"
+        with self._lock:
+            self._sat_fallback[target.key] = worked
+        if worked:
+            log.info("smartctl %s: device type not detected; read with -d sat, which will be used from now on", target.key)
+            return _fallback_noted(outcome)
+        return first[0], f"{first[1]}; -d sat also failed: {outcome[1]}"
 
     def report(self) -> Report:
         with self._lock:
             readings = dict(self._readings)
             notes = dict(self._notes)
         return Report(readings=readings, notes=notes)
+
+
+def _fallback_noted(outcome: Tuple[str, object]) -> Tuple[str, object]:
+    """A reading taken with the SAT fallback says so (the API and page show ``extra``)."""
+    if outcome[0] != "ok" or not isinstance(outcome[1], DriveReading):
+        return outcome
+    reading = outcome[1]
+    return "ok", reading.replace(extra=dict(reading.extra, device_type_fallback=(
+        "smartctl could not detect the device type; read as SAT (-d sat)")))
+
+
+def _undetected(result) -> bool:
+    return _UNDETECTED in result.stdout[-8192:] or _UNDETECTED in result.stderr[-8192:]
 
 
 def interpret(result, target: SmartTarget, use_json: bool,
