@@ -19,7 +19,7 @@ from agent.projection import OBSERVED, RATED, best, project_all, rated_host_byte
 from collectors.smartctl import parse_smartctl_json
 from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import FIXTURES, fixture_path
-from tests.test_projection import (
+from tests.support.seed000 import (
     GB,
     LATE,
     SHANNON_CAPACITY,
