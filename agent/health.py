@@ -90,9 +90,14 @@ WATCH_WEAROUT_DAYS = 180
 
 
 def watch_reasons(life_left_ratio: Optional[float], wearout_timestamp: Optional[float],
-                  now: float) -> List[str]:
-    """Why an otherwise OK drive is worth watching, in words; empty when it is not."""
+                  now: float, life_disagreement: Optional[str] = None) -> List[str]:
+    """Why an otherwise OK drive is worth watching, in words; empty when it is not.
+    ``life_disagreement``: the reading's note that its life figures are further apart than
+    collectors.model.LIFE_LEFT_SPREAD_MARGIN (issue 29): a drive that contradicts itself about
+    its wear is worth a look before either figure is trusted for a replacement date."""
     reasons = []
+    if life_disagreement:
+        reasons.append(f"its life figures disagree: {life_disagreement}")
     if life_left_ratio is not None and LIFE_WARNING_RATIO <= life_left_ratio < WATCH_LIFE_RATIO:
         reasons.append(f"life left {life_left_ratio:.0%}, below {WATCH_LIFE_RATIO:.0%}: plan its replacement")
     if wearout_timestamp is not None:

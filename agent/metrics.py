@@ -246,6 +246,10 @@ def _health(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
     """Life, spare, defects, errors, modes, writes, temperatures, voltages, power."""
     r = d.reading
     f.gauge("ssd_life_left_ratio", "Estimated life left, 0 to 1 (1 = new); see life_left_source on ssd_drive_info.", ids, r.life_left_ratio)
+    # Issue 29: where a drive gives two or more independent life figures, how far apart they
+    # are (0..1); past collectors.model.LIFE_LEFT_SPREAD_MARGIN the page says they disagree.
+    f.gauge("ssd_life_left_spread_ratio", "Spread between the drive's independent life-left figures, 0 to 1 "
+            "(absent with fewer than two).", ids, r.life_left_spread_ratio)
     f.gauge("ssd_spare_left_ratio", "Spare blocks or overprovision left, 0 to 1.", ids, r.spare_left_ratio)
     f.gauge("ssd_spare_threshold_ratio", "The drive's own warning threshold for spare, 0 to 1.", ids, r.spare_threshold_ratio)
     f.gauge("ssd_bad_block_ratio", "Bad blocks as a fraction of all blocks.", ids, r.bad_block_ratio)

@@ -206,7 +206,8 @@ def drive_view(d: Drive, now: float) -> DriveView:
     view.holds = [dataclasses.asdict(h) for h in d.holds]
     view.flags = flags_for(view, d, now)
     view.severity = health.worst_severity(f.severity for f in view.flags)
-    view.watch = health.watch_reasons(view.life_left_ratio, view.wearout_timestamp, now) if view.severity == OK else []
+    view.watch = (health.watch_reasons(view.life_left_ratio, view.wearout_timestamp, now,
+                                       r.extra.get("life_left_disagreement")) if view.severity == OK else [])
     view.state = view.severity if view.severity != OK else (WATCH if view.watch else HEALTHY)
     return view
 

@@ -521,9 +521,7 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
         "plus at most 128 bytes of protection information")),
     "DriveReading.life_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_life_left_ratio",), spec=(
         f"{_RATIO}: NVMe Percentage Used may pass 100, life left then stays at 0")),
-    # metrics=(): computed here, not exported yet (the metric and the page's flag come with the
-    # health rules, which compare it with LIFE_LEFT_SPREAD_MARGIN)
-    "DriveReading.life_left_spread_ratio": Bound("ratio", 0.0, 1.0, spec=(
+    "DriveReading.life_left_spread_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_life_left_spread_ratio",), spec=(
         f"{_RATIO}: the difference between two life-left figures, each 0..1")),
     "DriveReading.spare_left_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_spare_left_ratio",), spec=(
         f"{_RATIO}: NVMe Available Spare is a normalised percent, 0..100")),

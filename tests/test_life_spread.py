@@ -90,3 +90,29 @@ def test_sk_hynix_173_agrees_with_the_device_statistics():
 def test_the_spread_has_a_bound():
     bound = FIGURE_BOUNDS["DriveReading.life_left_spread_ratio"]
     assert (bound.low, bound.high) == (0.0, 1.0)
+
+
+def test_the_spread_is_exported_and_a_disagreement_is_a_reason_to_watch():
+    """The SP900 that contradicts itself: ssd_life_left_spread_ratio 0.13 on /metrics, and the
+    page and status list the disagreement among the reasons to watch the (otherwise OK) drive;
+    the SP900 whose figures agree exports its spread and has no such reason."""
+    import time
+
+    from agent.metrics import make_registry
+    from agent.views import drive_view
+    from collectors.model import Drive, Snapshot
+
+    now = time.time()
+    worn = Drive(reading=reading(B + "SSD_ADATA_SP900_256GB_87CF0FDE58FA.txt").replace(device="/dev/sdx", serial="SP900-A"),
+                 last_poll={"smartctl": now})
+    fine = Drive(reading=reading(B + "SSD_ADATA_SP900_128GB_59CF3887872A.txt").replace(device="/dev/sdy", serial="SP900-B"),
+                 last_poll={"smartctl": now})
+    snap = Snapshot(drives=(worn, fine), created=now)
+    registry = make_registry(lambda: snap)
+    spreads = {s.labels["serial"]: s.value for m in registry.collect() if m.name == "ssd_life_left_spread_ratio"
+               for s in m.samples}
+    assert spreads == {"SP900-A": pytest.approx(0.13), "SP900-B": pytest.approx(0.03)}
+    view = drive_view(worn, now)
+    assert view.severity == "ok" and view.state == "watch", (view.severity, view.state, view.watch)
+    assert any("life figures disagree" in w and "231 SSD_Life_Left" in w for w in view.watch)
+    assert not any("disagree" in w for w in drive_view(fine, now).watch)
