@@ -189,6 +189,10 @@ def test_sigquit_dumps_the_stacks_then_stops_cleanly_with_131(host):
     agent = start(host)
     try:
         fresh(agent)
+        # every healthy drive's first sample recorded (on a loaded machine the readings may be
+        # published a moment before the history takes them)
+        wait_for(lambda: (value(scrape(agent), "ssd_history_samples_recorded_total") or 0) >= len(HEALTHY),
+                 timeout=20)
         wait_for(lambda: any("/dev/nvme1" in c for c in host.calls()), timeout=10)
         time.sleep(0.5)
         tools = descendants(agent.proc.pid)
