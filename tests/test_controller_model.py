@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors import controller_model as cm
+from collectors import controller_text as ct
 from collectors.arcconf import parse_getconfig, parse_getstatus
 from collectors.controller_model import CachePolicy, ControllerReport, ParseError, PhysicalDrive, VirtualDisk
 from collectors.megaraid import parse_adapter_info, parse_bbu, parse_ldinfo, parse_pdlist, parse_storcli_json
@@ -27,7 +28,7 @@ from tests.conftest import fixture_files
     ("99999999999999999999 MB", False, None), ("999999999999999 PB", False, None), ("12 furlongs", False, None),
 ])
 def test_size_bytes(text, decimal, expected):
-    assert cm.size_bytes(text, decimal=decimal) == expected
+    assert ct.size_bytes(text, decimal=decimal) == expected
 
 
 @pytest.mark.parametrize("value,expected", [
@@ -36,13 +37,13 @@ def test_size_bytes(text, decimal, expected):
     (float("nan"), None),
 ])
 def test_celsius(value, expected):
-    assert cm.celsius(value) == expected
+    assert ct.celsius(value) == expected
 
 
 @pytest.mark.parametrize("value,expected", [("97 %", 0.97), ("99 percent", 0.99), (100, 1.0), ("0", 0.0),
                                             ("101 %", None), ("-1 %", None), ("x", None), (None, None)])
 def test_percent_ratio(value, expected):
-    assert cm.percent_ratio(value) == expected
+    assert ct.percent_ratio(value) == expected
 
 
 def _volume(default: str, current: str) -> VirtualDisk:
