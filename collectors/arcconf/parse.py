@@ -108,6 +108,13 @@ def _lines(data: Union[bytes, str], what: str) -> Tuple[List[str], Tuple[str, ..
     return lines, (f"arcconf {what}: no {_DONE!r} at the end: the output may be truncated",)
 
 
+def controllers_found(data: Union[bytes, str]) -> Optional[int]:
+    """The ``Controllers found: N`` line every arcconf answer starts with; None without it."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    match = re.search(r"^Controllers found:\s*(\d{1,3})\s*$", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
 def parse_getconfig(data: Union[bytes, str], controller: str = "1") -> ControllerReport:
     """``arcconf GETCONFIG <controller> [AL|AD|LD|PD]``; ``controller`` is the number the
     command was given (the output does not repeat it)."""
