@@ -302,8 +302,17 @@ def per_drive(result: ControllerResult, drives: Sequence[Any]) -> Dict[str, Dict
     for (controller, slot), drive in matched_drives(result, drives).items():
         physical = result.report.drive(controller, slot)
         volume = _volume_of(result, physical) if physical else None
-        out[drive.serial] = {"controller": controller_label(result, controller), "slot": slot,
-                             "volume": volume.id if volume else None, "state": physical.state if physical else None}
+        current = volume.current_cache if volume else None
+        out[drive.serial] = {
+            "controller": controller_label(result, controller), "slot": slot,
+            "device_id": physical.device_id if physical else None,
+            "volume": volume.id if volume else None, "state": physical.state if physical else None,
+            # What the host writes to goes through the volume: its write cache and its I/O
+            # counters (diskstats of os_device) are the volume's, not this drive's.
+            "volume_os_device": volume.os_device if volume else None,
+            "volume_write_cache": current.write if current is not None else None,
+            "drive_write_cache": physical.write_cache if physical else None,
+            "note": "write cache and I/O are the volume's (the controller's), not this drive's"}
     return out
 
 

@@ -56,3 +56,29 @@ class FakeControllerTool:
 
     def calls(self) -> List[str]:
         return self.log.read_text().splitlines()
+
+
+_SMARTCTL = """#!/bin/sh
+# fake smartctl for drives behind a controller: the response is chosen by the -d type
+R="{responses}"
+printf '%s\\n' "smartctl $*" >> "{log}"
+key=""; prev=""
+for a in "$@"; do
+  case "$a" in --version) key=version ;; --scan|--scan-open) key=scan ;; esac
+  if [ "$prev" = "-d" ]; then typ="$a"; fi
+  prev="$a"; last="$a"
+done
+if [ -z "$key" ]; then key=$(printf '%s_%s' "$typ" "$(basename -- "$last")" | tr -c 'A-Za-z0-9' '_'); fi
+if [ ! -f "$R/$key.out" ]; then echo "fake smartctl: no response for: $*" >&2; exit 2; fi
+cat "$R/$key.out"
+exit "$(cat "$R/$key.rc" 2>/dev/null || echo 0)"
+"""
+
+
+class FakeSmartctlBehindController(FakeControllerTool):
+    """smartctl answering ``--version``, ``--scan-open`` and one read per ``-d`` type (every drive
+    behind a MegaRAID is opened on the same node, /dev/bus/N: only the type tells them apart)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, "smartctl")
+        self.path.write_text(_SMARTCTL.format(responses=self.responses, log=self.log))
