@@ -35,11 +35,17 @@ def _call(name: str, hook: str, fn: Callable[[], Any], empty: Any) -> Any:
 
 
 def families(snap: Snapshot) -> List[Any]:
-    """The metric families of every host source's result in ``snap``."""
-    out: List[Any] = []
+    """The metric families of every host source's result in ``snap``. Sources may share a
+    family (the three RAID controller sources export the same ``ssd_controller_*``): samples of
+    one name are joined into one family, as the exposition format wants each name once."""
+    out: Dict[str, Any] = {}
     for name, view, result in registry.host_results(snap.host):
-        out.extend(_call(name, "metrics", lambda v=view, r=result: list(v.families(r, snap.drives)), []))
-    return out
+        for family in _call(name, "metrics", lambda v=view, r=result: list(v.families(r, snap.drives)), []):
+            if family.name in out and out[family.name].type == family.type:
+                out[family.name].samples.extend(family.samples)
+            else:
+                out.setdefault(family.name, family)
+    return list(out.values())
 
 
 def api(snap: Snapshot) -> Dict[str, Any]:

@@ -815,6 +815,11 @@ class Poller:
         """One drive record: the reading, what the annotating sources know of its device, its
         projections (computed when the reading arrived) and its expectations."""
         label = reading.block_device or os.path.basename(reading.device)
+        if reading.block_device is None and reading.device_type:
+            # Read through a controller (smartctl -d megaraid,N /dev/sda or /dev/bus/0): the
+            # kernel device it was opened on is the controller's volume, whose write cache and
+            # I/O are not this drive's. A name no annotating source keys by takes nothing.
+            label = f"{label}:{reading.device_type}"
         fields: Dict[str, Any] = {}
         read_at = tuple(sorted(polls.items()))
         polls = dict(polls)

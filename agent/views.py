@@ -119,6 +119,8 @@ class DriveView:
     # The sync-write probe's latest burst in a directory on this drive (SyncWriteView as a
     # dict), when the probe runs there.
     syncwrite: Optional[Dict[str, Any]] = None
+    # What host sources show beside this drive, by source (a RAID controller's slot and volume).
+    beside: Dict[str, Any] = field(default_factory=dict)
 
 
 def evidence(sources: Dict[str, str], extra: Dict[str, str]) -> List[Dict[str, str]]:
@@ -311,6 +313,7 @@ def snapshot_views(snap: Snapshot, now: float, state: Optional[ViewState] = None
     beside = host_views.per_drive(snap)
     for v in views:
         v.syncwrite = beside.get(v.serial, {}).get("syncwrite")
+        v.beside = {k: x for k, x in beside.get(v.serial, {}).items() if k != "syncwrite"}
     if state is not None:
         for v in views:
             v.history = state.history(v.serial)

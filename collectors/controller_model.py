@@ -20,15 +20,14 @@ Vocabulary, one word per meaning, the tool's own word always kept beside it (``*
 * disk cache policy (the drives' own volatile caches behind the controller): ``enabled``,
   ``disabled``, ``default`` (the drive keeps its own setting, whatever it is).
 
-A value a tool does not print, or prints out of range, is None; a withheld value leaves a line in
+A value a tool does not print, or prints out of range, is None (the readers of printed values are
+in :mod:`collectors.controller_text`); a withheld value leaves a line in
 :attr:`ControllerReport.notes`. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 from collectors.model import ParseError
@@ -198,102 +197,3 @@ def _merge(mine, theirs, key):
     for record in theirs:
         out[key(record)] = record
     return tuple(out.values())
-
-
-# --------------------------------------------------------------------------- shared helpers
-# Small pure functions the three parsers share: units and plausibility in one place.
-
-_BINARY_UNITS = {"B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40, "PB": 2**50,
-                 "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}
-_DECIMAL_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
-_SIZE = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,6})?)\s*([KMGTP]i?B|B)\b", re.IGNORECASE)
-
-
-def size_bytes(text: Optional[str], decimal: bool = False) -> Optional[int]:
-    """``"893.750 GB"`` in bytes (None for 0). The three tools print volume and drive capacities in binary
-    units (storcli's 893.750 GB for a 960 GB SSD is 960e9 / 2^30, MegaCli's ``Raw Size`` agrees
-    with its sector count, arcconf's 140014 MB is 146.8e9 / 2^20); Smart Array's physical drive
-    sizes are the nominal decimal ones (``decimal=True``). Rounded as the tool rounds; None when
-    not a size or beyond :data:`MAX_BYTES`."""
-    if not text:
-        return None
-    match = _SIZE.match(text)
-    if match is None:
-        return None
-    unit = match.group(2).upper()
-    # "GiB" is binary whoever prints it; a bare "GB" is binary unless the caller knows better.
-    factor = _BINARY_UNITS[unit] if "I" in unit or not decimal else _DECIMAL_UNITS[unit]
-    value = round(float(match.group(1)) * factor)
-    # 0 is what the tools print for a missing drive or an empty slot: not a capacity.
-    return value if 0 < value <= MAX_BYTES else None
-
-
-def celsius(value) -> Optional[float]:
-    """A temperature in degrees Celsius from ``24``, ``"24C"``, ``" 21C (69.80 F)"``,
-    ``"35 C/ 95 F (Normal)"`` or ``"31 deg C"``; None when absent or impossible."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-    else:
-        match = re.match(r"^\s*(-?\d{1,4}(?:\.\d{1,3})?)\s*(?:deg\s*)?C\b", str(value))
-        if match is None:
-            return None
-        number = float(match.group(1))
-    if not math.isfinite(number) or not MIN_CELSIUS <= number <= MAX_CELSIUS:
-        return None
-    return number
-
-
-def percent_ratio(text) -> Optional[float]:
-    """``"97 %"``, ``"99 percent"`` or ``97`` as 0.97; None outside 0-100."""
-    if isinstance(text, bool) or text is None:
-        return None
-    match = re.match(r"^\s*(\d{1,3}(?:\.\d{1,3})?)\s*(?:%|percent)?\s*$", str(text))
-    if match is None:
-        return None
-    number = float(match.group(1))
-    return number / 100 if 0 <= number <= 100 else None
-
-
-# RAID levels the three families build (their manuals' lists); anything else is withheld.
-KNOWN_RAID_LEVELS = frozenset({"RAID0", "RAID00", "RAID1", "RAID1E", "RAID1-ADM", "RAID10", "RAID10-ADM", "RAID3",
-                               "RAID4", "RAID5", "RAID5EE", "RAID50", "RAID6", "RAID60"})
-
-
-def known_raid_level(level: Optional[str]) -> Optional[str]:
-    return level if level in KNOWN_RAID_LEVELS else None
-
-
-def yes_no(text) -> Optional[bool]:
-    value = str(text).strip().lower() if text is not None else ""
-    if value in ("yes", "true", "on", "enabled"):
-        return True
-    if value in ("no", "false", "off", "disabled"):
-        return False
-    return None
-
-
-def small_int(value, limit: int = 10**6) -> Optional[int]:
-    """A non-negative integer id or count below ``limit`` (JSON number or decimal text)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value < limit else None
-    text = str(value).strip() if value is not None else ""
-    if text.isascii() and text.isdigit() and len(text) <= 12:
-        number = int(text)
-        return number if number < limit else None
-    return None
-
-
-def clean(text) -> Optional[str]:
-    """A printed string, trimmed; None when empty, a placeholder or not a string."""
-    if not isinstance(text, str):
-        return None
-    value = " ".join(text.split())
-    return value if value and value not in ("-", "N/A", "NA", "None", "Unknown") else None
-
-
-def with_note(report: ControllerReport, note: str) -> ControllerReport:
-    return replace(report, notes=report.notes + (note,))

@@ -628,12 +628,36 @@ FIGURE_BOUNDS: Dict[str, Bound] = {
         "ssd_signals_received_total",), spec="signals handled without stopping, by signal"),
     "AgentStatus.leftover_processes_killed": Bound("count", 0, MAX_COUNTER, integer=True, metrics=(
         "ssd_tool_leftover_processes_killed_total",), spec="processes tools left behind, killed, by how"),
+    # RAID controllers (collectors/controller_model.py records; the readers in
+    # collectors/controller_text.py withhold anything outside these).
+    "Controller.cache_bytes": Bound("bytes", 1, 2.0**70, integer=True, metrics=(
+        "ssd_controller_cache_bytes",), spec="controller cache memory; 0 printed for none is not a size"),
+    "VirtualDisk.size_bytes": Bound("bytes", 1, 2.0**70, integer=True, metrics=("ssd_controller_volume_size_bytes",),
+                                    spec="a volume's size as the tool prints it (binary units), below a zebibyte"),
+    "VirtualDisk.progress": Bound("ratio", 0.0, 1.0, metrics=("ssd_controller_volume_progress_ratio",), spec=(
+        f"{_RATIO}: rebuild or initialisation percent complete, 0..100")),
+    "PhysicalDrive.device_id": Bound("id", 0, 999, integer=True, spec=(
+        "MegaRAID device id, the N of smartctl -d megaraid,N (smartctl takes three digits)")),
+    "PhysicalDrive.size_bytes": Bound("bytes", 1, 2.0**70, integer=True, spec=(
+        "a drive's size as the controller prints it; 0 (an empty slot) is not a size")),
+    "PhysicalDrive.temperature_celsius": Bound("°C", -40.0, 150.0, spec=(
+        "drive temperature as the controller reports it; outside -40..150 no sensor reading")),
+    "Battery.charge_ratio": Bound("ratio", 0.0, 1.0, metrics=("ssd_controller_battery_charge_ratio",), spec=(
+        f"{_RATIO}: MegaCli relative state of charge, arcconf capacity remaining, percent")),
+    "Battery.temperature_celsius": Bound("°C", -40.0, 150.0, metrics=(
+        "ssd_controller_battery_temperature_celsius",), spec="battery or CacheVault temperature; outside -40..150 "
+        "no sensor reading"),
 }
 
 # Fields that are not figures although their type could hold one, each with the reason.
 NOT_FIGURES: Dict[str, str] = {
-    "Snapshot.host": "each host source's own results (collectors.syncwrite.SyncWriteResult, a "
-                     "controller's volumes), bounded in that source's module",
+    "Snapshot.host": "host sources' results (the sync-write probe's SyncWriteResult, bounded in its module; RAID controllers' ControllerResult, bounded by the controller rows above)",
+    "VirtualDisk.members": "slots of the volume's drives (names, not figures)",
+    "ControllerReport.controllers": "records, each bounded field by field",
+    "ControllerReport.volumes": "records, each bounded field by field",
+    "ControllerReport.drives": "records, each bounded field by field",
+    "ControllerReport.batteries": "records, each bounded field by field",
+    "ControllerReport.notes": "text: what a parser withheld and why",
 }
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from collectors import diskstats, holders, write_cache
+from collectors.arcconf import source as arcconf
 from collectors.fusionio import source as fusionio
+from collectors.megaraid import source as megaraid
 from collectors.nvme_vendor import source as nvme_vendor
 from collectors.plugin import source as plugin
 from collectors.shannon import source as shannon
 from collectors.smartctl import source as smartctl
 from collectors.source import HEALTH, DeviceFamily, HostView, SourceSpec
+from collectors.ssacli import source as ssacli
 from collectors.syncwrite import source as syncwrite
 
 SOURCES: Tuple[SourceSpec, ...] = (
@@ -28,6 +31,9 @@ SOURCES: Tuple[SourceSpec, ...] = (
     diskstats.SPEC,
     holders.SPEC,
     syncwrite.SPEC,
+    megaraid.SPEC,
+    ssacli.SPEC,
+    arcconf.SPEC,
     plugin.SPEC,
 )
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from collectors import evidence
+from collectors import controller_model, evidence
 from collectors import model as model_module
 from collectors.fusionio.parse import parse_status, read_status
 from collectors.model import (
@@ -46,8 +46,9 @@ _NUMBERS = (int, float)
 
 
 def _model_classes() -> List[type]:
-    return [obj for obj in vars(model_module).values()
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == model_module.__name__
+    # The reading model and the RAID controller records (issue 28) share one bounds table.
+    return [obj for module in (model_module, controller_model) for obj in vars(module).values()
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__
             and obj is not model_module.Bound]
 
 

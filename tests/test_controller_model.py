@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors import controller_model as cm
+from collectors import controller_text as ct
 from collectors.arcconf import parse_getconfig, parse_getstatus
 from collectors.controller_model import CachePolicy, ControllerReport, ParseError, PhysicalDrive, VirtualDisk
 from collectors.megaraid import parse_adapter_info, parse_bbu, parse_ldinfo, parse_pdlist, parse_storcli_json
@@ -27,7 +28,7 @@ from tests.conftest import fixture_files
     ("99999999999999999999 MB", False, None), ("999999999999999 PB", False, None), ("12 furlongs", False, None),
 ])
 def test_size_bytes(text, decimal, expected):
-    assert cm.size_bytes(text, decimal=decimal) == expected
+    assert ct.size_bytes(text, decimal=decimal) == expected
 
 
 @pytest.mark.parametrize("value,expected", [
@@ -36,13 +37,13 @@ def test_size_bytes(text, decimal, expected):
     (float("nan"), None),
 ])
 def test_celsius(value, expected):
-    assert cm.celsius(value) == expected
+    assert ct.celsius(value) == expected
 
 
 @pytest.mark.parametrize("value,expected", [("97 %", 0.97), ("99 percent", 0.99), (100, 1.0), ("0", 0.0),
                                             ("101 %", None), ("-1 %", None), ("x", None), (None, None)])
 def test_percent_ratio(value, expected):
-    assert cm.percent_ratio(value) == expected
+    assert ct.percent_ratio(value) == expected
 
 
 def _volume(default: str, current: str) -> VirtualDisk:
@@ -134,3 +135,38 @@ def test_mangled_captures_only_ever_raise_parse_error(name, index, seed):
 def test_every_capture_through_every_parser_raises_only_parse_error(name):
     for data in CAPTURES:  # a capture of one family given to another family's parser
         _only_parse_errors(PARSERS[name], data)
+
+
+def test_every_capture_comes_out_within_the_bounds_table():
+    """collectors/model.py FIGURE_BOUNDS rows for the controller records, against every capture."""
+    import dataclasses
+
+    from collectors.model import FIGURE_BOUNDS
+    from tests.conftest import read_fixture
+
+    parsers = {"megaraid": None, "ssacli": parse_ssacli, "arcconf": parse_getconfig}
+    checked = 0
+    for folder, parser in parsers.items():
+        for path in fixture_files(folder):
+            if path.suffix not in (".txt", ".json"):
+                continue
+            data = read_fixture(f"{folder}/{path.name}")
+            if parser is None:
+                chosen = parse_storcli_json if path.suffix == ".json" else next(
+                    p for k, p in (("AdpAllInfo", parse_adapter_info), ("bbu", parse_bbu), ("BbuCmd", parse_bbu),
+                                   ("pdlist", parse_pdlist), ("ldinfo", parse_ldinfo), ("LdPd", parse_ldinfo))
+                    if k.lower() in path.name.lower())
+            else:
+                chosen = parse_getstatus if "getstatus" in path.name else parser
+            report = chosen(data)
+            if not isinstance(report, ControllerReport):
+                continue
+            for record in report.controllers + report.volumes + report.drives + report.batteries:
+                for f in dataclasses.fields(record):
+                    bound = FIGURE_BOUNDS.get(f"{type(record).__name__}.{f.name}")
+                    value = getattr(record, f.name)
+                    if bound is None or value is None:
+                        continue
+                    checked += 1
+                    assert bound.low <= value <= bound.high, (path.name, f.name, value)
+    assert checked > 100

@@ -1,6 +1,6 @@
 """Adaptec / Microsemi / Microchip SmartRAID controllers through arcconf.
 
-Pure parsers only (the source that runs the tool is wired in separately)."""
+The pure parsers are :mod:`.parse`; the source that runs the tool is :mod:`.source`."""
 
 from collectors.arcconf.parse import Task, parse_getconfig, parse_getstatus, with_tasks
 

@@ -45,9 +45,16 @@ from collectors.controller_model import (
     ParseError,
     PhysicalDrive,
     VirtualDisk,
+)
+from collectors.controller_text import (
+    battery_state,
     celsius,
     clean,
+    controller_status,
+    decode,
+    first,
     known_raid_level,
+    on_off,
     percent_ratio,
     size_bytes,
     small_int,
@@ -92,17 +99,20 @@ def _lines(data: Union[bytes, str], what: str) -> Tuple[List[str], Tuple[str, ..
     """The lines, and a note when the closing line is missing: arcconf ends every answer with
     it, so its absence means the output was cut (one public capture was pasted without it). What
     came before is kept: each record in it is whole."""
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", errors="replace")
-    if not data.strip():
-        raise ParseError(f"arcconf {what}: empty output")
-    lines = data.splitlines()
+    lines = decode(data, f"arcconf {what}").splitlines()
     failure = next((ln.strip() for ln in lines if re.search(r"command aborted|invalid controller", ln, re.I)), None)
     if failure:
         raise ParseError(f"arcconf {what}: {failure[:100]}")
     if any(line.strip() == _DONE for line in lines):
         return lines, ()
     return lines, (f"arcconf {what}: no {_DONE!r} at the end: the output may be truncated",)
+
+
+def controllers_found(data: Union[bytes, str]) -> Optional[int]:
+    """The ``Controllers found: N`` line every arcconf answer starts with; None without it."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    match = re.search(r"^Controllers found:\s*(\d{1,3})\s*$", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
 
 
 def parse_getconfig(data: Union[bytes, str], controller: str = "1") -> ControllerReport:
@@ -172,13 +182,11 @@ def _field(block: _Block, subsection: str, line: str) -> None:
 def _controller(controller: str, block: _Block) -> Controller:
     fields = block.fields
     status_raw = clean(fields.get("Controller Status")) or ""
-    word = status_raw.lower()
     return Controller(
         family=FAMILY, id=controller, model=clean(fields.get("Controller Model")),
         serial=clean(fields.get("Controller Serial Number")),
         firmware=clean(fields.get("Controller Version Information/Firmware")),
-        status="ok" if word in ("optimal", "okay") else ("failed" if "fail" in word else
-                                                          ("degraded" if word else "unknown")),
+        status=controller_status(status_raw, ("optimal", "okay")),
         status_raw=status_raw,
         cache_bytes=size_bytes(fields.get("Installed memory") or fields.get("Cache Properties/Cache memory")),
     )
@@ -191,27 +199,19 @@ def _batteries(controller: str, block: _Block) -> Tuple[Battery, ...]:
         word = battery.lower()
         missing = "not installed" in word or "not present" in word
         out.append(Battery(controller=controller, kind="bbu", present=not missing, state_raw=battery,
-                           state="missing" if missing else _battery_state(word),
+                           state="missing" if missing else battery_state(word),
                            charge_ratio=percent_ratio(fields.get("Controller Battery Information/Capacity remaining"))))
     zmm = clean(fields.get("Controller ZMM Information/Status"))
     if zmm is not None:
         missing = "not installed" in zmm.lower()
         out.append(Battery(controller=controller, kind="zmm", present=not missing, state_raw=zmm,
-                           state="missing" if missing else _battery_state(zmm.lower())))
+                           state="missing" if missing else battery_state(zmm)))
     return tuple(out)
-
-
-def _battery_state(word: str) -> str:
-    for needle, state in (("optimal", "optimal"), ("ready", "optimal"), ("charging", "charging"),
-                          ("learn", "learning"), ("degraded", "degraded"), ("fail", "failed")):
-        if needle in word:
-            return state
-    return "unknown"
 
 
 def _volume(controller: str, block: _Block, drives: Tuple[PhysicalDrive, ...]) -> Optional[VirtualDisk]:
     fields = block.fields
-    status_raw = clean(_first(fields, "Status of logical device", "Status of Logical Device", "Status of logical drive"))
+    status_raw = clean(first(fields, "Status of logical device", "Status of Logical Device", "Status of logical drive"))
     word = (status_raw or "").lower()
     state = next((s for needle, s in _VOLUME_STATES.items() if word.startswith(needle)), "unknown")
     progress = re.search(r"(\d{1,3})\s*%", word)
@@ -223,20 +223,16 @@ def _volume(controller: str, block: _Block, drives: Tuple[PhysicalDrive, ...]) -
     member_caches = {d.write_cache for d in drives if d.slot in members and d.write_cache is not None}
     return VirtualDisk(
         controller=controller, id=block.key,
-        name=clean(_first(fields, "Logical device name", "Logical Device name", "Logical drive name")),
+        name=clean(first(fields, "Logical device name", "Logical Device name", "Logical drive name")),
         raid_level=_raid_level(fields.get("RAID level")), state=state, state_raw=status_raw or "",
         progress=percent_ratio(progress.group(1)) if progress and state == "initializing" else None,
         size_bytes=size_bytes(fields.get("Size")), default_cache=default,
-        current_cache=_running(_first(fields, "Write-cache mode", "Write-cache status"), default,
-                               _first(fields, "Read-cache mode", "Read-cache status")),
+        current_cache=_running(first(fields, "Write-cache mode", "Write-cache status"), default,
+                               first(fields, "Read-cache mode", "Read-cache status")),
         disk_cache={frozenset({True}): DISK_CACHE_ENABLED, frozenset({False}): DISK_CACHE_DISABLED}.get(
             frozenset(member_caches)),
         os_device=clean(fields.get("Disk Name")), members=members,
     )
-
-
-def _first(fields: Dict[str, str], *keys: str) -> Optional[str]:
-    return next((fields[k] for k in keys if k in fields), None)
 
 
 def _raid_level(raw) -> Optional[str]:
@@ -258,24 +254,15 @@ def _setting(raw) -> Optional[CachePolicy]:
 
 
 def _running(mode, default: Optional[CachePolicy], read_mode) -> Optional[CachePolicy]:
-    on = _on(mode)
+    on = on_off(mode)
     if on is None:
         return None
-    read = {True: READ_CACHE, False: NO_READ_CACHE}.get(_on(read_mode))
+    read = {True: READ_CACHE, False: NO_READ_CACHE}.get(on_off(read_mode))
     if not on:
         return CachePolicy(write=WRITE_THROUGH, read=read, raw=clean(mode) or "")
     write = default.write if default is not None and default.write != WRITE_THROUGH else WRITE_BACK
     return CachePolicy(write=write, read=read, cache_when_bad_battery=default.cache_when_bad_battery if default else None,
                        raw=clean(mode) or "")
-
-
-def _on(raw) -> Optional[bool]:
-    text = (clean(raw) or "").lower()
-    if text.startswith(("enabled", "on")):
-        return True
-    if text.startswith(("disabled", "off")):
-        return False
-    return None
 
 
 def _member(segment: str, drives: Tuple[PhysicalDrive, ...]) -> Optional[str]:
@@ -314,7 +301,7 @@ def _drive(controller: str, block: _Block) -> Optional[PhysicalDrive]:
         interface=speed.split()[0] if speed.split() and speed.split()[0] in ("SAS", "SATA") else None,
         state=next((s for needle, s in _DRIVE_STATES.items() if word.startswith(needle)), "unknown"),
         state_raw=state_raw, size_bytes=size_bytes(fields.get("Size") or fields.get("Total Size")),
-        write_cache=_on(fields.get("Write Cache")), temperature_celsius=celsius(fields.get("Temperature")),
+        write_cache=on_off(fields.get("Write Cache")), temperature_celsius=celsius(fields.get("Temperature")),
         # The printed location (Enclosure 0, Slot 3) lets segment lines that use it find the drive.
         location=clean(fields.get("Reported Location")),
     )

@@ -1,6 +1,6 @@
 """LSI/Avago/Broadcom MegaRAID and Dell PERC controllers: storcli/perccli JSON, MegaCli text.
 
-Pure parsers only (the source that runs the tools is wired in separately)."""
+The pure parsers are :mod:`.storcli` and :mod:`.megacli`; the source is :mod:`.source`."""
 
 from collectors.megaraid.megacli import parse_adapter_info, parse_bbu, parse_ldinfo, parse_pdlist
 from collectors.megaraid.storcli import parse_storcli_json

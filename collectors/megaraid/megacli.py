@@ -31,8 +31,12 @@ from collectors.controller_model import (
     ParseError,
     PhysicalDrive,
     VirtualDisk,
+)
+from collectors.controller_text import (
+    battery_state,
     celsius,
     clean,
+    decode,
     percent_ratio,
     size_bytes,
     small_int,
@@ -51,11 +55,7 @@ MAX_DEVICE_ID = 999
 
 
 def _text(data: Union[bytes, str], what: str) -> List[str]:
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", errors="replace")
-    if not data.strip():
-        raise ParseError(f"MegaCli {what}: empty output")
-    return data.splitlines()
+    return decode(data, f"MegaCli {what}").splitlines()
 
 
 def _pairs(lines: List[str]) -> Iterator[Tuple[int, str, str, str]]:
@@ -305,14 +305,8 @@ def _bbu_state(raw: str, replacement: Optional[bool], flags: Dict[str, Optional[
     """The printed state when there is one; MegaCli 8.0x prints ``Battery state:`` empty, and
     then its flags say it: replacement required (failed), pack missing, a learn cycle, charging,
     or a state of health that is not good (degraded)."""
-    word = raw.lower()
-    for needle, state in (("optimal", "optimal"), ("non operational", "non-operational"), ("learning", "learning"),
-                          ("charging", "charging"), ("degraded", "degraded"), ("failed", "failed"),
-                          ("missing", "missing")):
-        if needle in word:
-            return state
-    if word:
-        return "unknown"
+    if raw.strip():
+        return battery_state(raw)
     if replacement:
         return "failed"
     if flags["battery pack missing"]:

@@ -34,12 +34,8 @@ from collectors.controller_model import (
     ParseError,
     PhysicalDrive,
     VirtualDisk,
-    celsius,
-    clean,
-    size_bytes,
-    small_int,
-    yes_no,
 )
+from collectors.controller_text import battery_state, celsius, clean, decode, size_bytes, small_int, yes_no
 from collectors.megaraid import vocabulary as vocab
 
 FAMILY = "megaraid"
@@ -64,12 +60,8 @@ def parse_storcli_json(data: Union[bytes, str]) -> ControllerReport:
 
 
 def _controllers(data: Union[bytes, str]) -> List[Tuple[str, Dict[str, Any]]]:
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", errors="replace")
-    if not data.strip():
-        raise ParseError("storcli JSON: empty output")
     try:
-        doc = json.loads(data)
+        doc = json.loads(decode(data, "storcli JSON"))
     except (ValueError, RecursionError) as exc:
         raise ParseError(f"storcli JSON: not JSON ({str(exc)[:80]})") from None
     controllers = doc.get("Controllers") if isinstance(doc, dict) else None
@@ -175,22 +167,12 @@ def _batteries(controller: str, response: Dict[str, Any]) -> Tuple[Battery, ...]
         for row in _list(response.get(key)):
             state_raw = clean(row.get("State")) or ""
             out.append(Battery(controller=controller, kind=kind, model=clean(row.get("Model")),
-                               state=_battery_state(state_raw), state_raw=state_raw,
+                               state=battery_state(state_raw), state_raw=state_raw,
                                temperature_celsius=celsius(row.get("Temp")),
                                next_learn=_storcli_time(row.get("Next Learn")) or next_learn))
     if not out and clean(_dict(response.get("HwCfg")).get("BBU")) == "Absent":
         out.append(Battery(controller=controller, kind="unknown", present=False, state="missing", state_raw="Absent"))
     return tuple(out)
-
-
-def _battery_state(raw: str) -> str:
-    word = raw.lower()
-    for needle, state in (("optimal", "optimal"), ("learning", "learning"), ("charging", "charging"),
-                          ("degraded", "degraded"), ("non operational", "non-operational"), ("failed", "failed"),
-                          ("missing", "missing"), ("absent", "missing")):
-        if needle in word:
-            return state
-    return "unknown"
 
 
 def _storcli_time(raw) -> Optional[str]:

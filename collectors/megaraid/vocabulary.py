@@ -38,8 +38,8 @@ from collectors.controller_model import (
     WRITE_BACK,
     WRITE_THROUGH,
     CachePolicy,
-    known_raid_level,
 )
+from collectors.controller_text import known_raid_level
 
 VOLUME_STATES: Dict[str, str] = {
     "optl": "optimal", "optimal": "optimal",

@@ -444,7 +444,10 @@ def interpret(result, target: SmartTarget, use_json: bool,
     block = None if ":" in target.label else target.label
     return "ok", reading.replace(
         block_device=block,
-        device_type=reading.device_type or target.dev_type,
+        # Through a controller the -d type asked for names the disk (megaraid,3); smartctl's
+        # JSON may name only the family ("cciss") or the protocol behind it: keep ours.
+        device_type=(target.dev_type if passthrough.is_pass_through(target.dev_type)
+                     else reading.device_type or target.dev_type),
         power_state="active",
         tool_exit_status=(
             reading.tool_exit_status if reading.tool_exit_status is not None else result.exit_code

@@ -1,6 +1,6 @@
 """HPE Smart Array controllers through ssacli (hpssacli, hpacucli: the same output).
 
-Pure parser only (the source that runs the tool is wired in separately)."""
+The pure parser is :mod:`.parse`; the source that runs the tool is :mod:`.source`."""
 
 from collectors.ssacli.parse import parse_ssacli
 

@@ -45,8 +45,14 @@ from collectors.controller_model import (
     ParseError,
     PhysicalDrive,
     VirtualDisk,
+)
+from collectors.controller_text import (
+    battery_state,
+    by_needle,
     celsius,
     clean,
+    controller_status,
+    decode,
     known_raid_level,
     percent_ratio,
     size_bytes,
@@ -85,10 +91,7 @@ class _ControllerText:
 
 def parse_ssacli(data: Union[bytes, str]) -> ControllerReport:
     """Parse ``ctrl all show config detail``, ``show config`` or ``show status``."""
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", errors="replace")
-    if not data.strip():
-        raise ParseError("ssacli: empty output")
+    data = decode(data, "ssacli")
     error = re.search(r"^Error:\s*(.*)$", data, re.MULTILINE)
     if error and "No controllers detected" in error.group(1):
         return ControllerReport(notes=("ssacli: no controllers detected",))
@@ -160,7 +163,7 @@ def _controller_report(text: _ControllerText) -> ControllerReport:
     controller = Controller(
         family=FAMILY, id=text.slot, model=text.model,
         serial=clean(fields.get("Serial Number")) or text.serial, firmware=clean(fields.get("Firmware Version")),
-        status=_controller_status(fields.get("Controller Status")), status_raw=clean(fields.get("Controller Status")) or "",
+        status=controller_status(fields.get("Controller Status"), ("ok",)), status_raw=clean(fields.get("Controller Status")) or "",
         cache_bytes=size_bytes(fields.get("Total Cache Size")),
         cache_when_bad_battery=yes_no(fields.get("No-Battery Write Cache")),
         disk_cache={True: DISK_CACHE_ENABLED, False: DISK_CACHE_DISABLED}.get(yes_no(fields.get("Drive Write Cache"))),
@@ -170,13 +173,6 @@ def _controller_report(text: _ControllerText) -> ControllerReport:
                     if v is not None)
     batteries = tuple(b for b in (_battery(text.slot, fields),) if b is not None)
     return ControllerReport(controllers=(controller,), volumes=volumes, drives=drives, batteries=batteries)
-
-
-def _controller_status(raw) -> str:
-    word = (clean(raw) or "").lower()
-    if not word:
-        return "unknown"
-    return "ok" if word == "ok" else ("failed" if "fail" in word else "degraded")
 
 
 def _volume(controller: Controller, ctrl: Dict[str, str], block: _Block,
@@ -278,11 +274,8 @@ def _drive_state(status: str, drive_type: str) -> str:
     word = status.lower()
     if word == "ok":
         return {"spare drive": "hotspare", "unassigned drive": "unconfigured-good"}.get(drive_type.lower(), "online")
-    for needle, state in (("rebuilding", "rebuilding"), ("predictive failure", "predictive-failure"),
-                          ("failed", "failed"), ("spare", "hotspare")):
-        if needle in word:
-            return state
-    return "unknown"
+    return by_needle(word, (("rebuilding", "rebuilding"), ("predictive failure", "predictive-failure"),
+                            ("failed", "failed"), ("spare", "hotspare")))
 
 
 def _battery(controller: str, fields: Dict[str, str]) -> Optional[Battery]:
@@ -295,8 +288,5 @@ def _battery(controller: str, fields: Dict[str, str]) -> Optional[Battery]:
     if status is None:
         return None
     word = status.lower()
-    state = "optimal" if word == "ok" else next(
-        (s for needle, s in (("recharging", "charging"), ("charging", "charging"), ("failed", "failed"),
-                             ("degraded", "degraded"), ("not present", "missing")) if needle in word), "unknown")
-    return Battery(controller=controller, kind=kind, state=state, state_raw=status,
+    return Battery(controller=controller, kind=kind, state=battery_state(status), state_raw=status,
                    replacement_required=True if "replace" in word else (False if word == "ok" else None))
