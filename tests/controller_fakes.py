@@ -82,3 +82,9 @@ class FakeSmartctlBehindController(FakeControllerTool):
     def __init__(self, root: Path) -> None:
         super().__init__(root, "smartctl")
         self.path.write_text(_SMARTCTL.format(responses=self.responses, log=self.log))
+
+
+# Fixture folders, and MegaCli answers from two real captures (tests that need a MegaRAID host).
+MR, ARC, SSA = "megaraid/", "arcconf/", "ssacli/"
+MEGACLI = {"-AdpAllInfo -aALL -NoLog": MR + "percona__MegaCli64_AdpAllInfo_aALL001.txt",
+           "-PDList -aALL -NoLog": MR + "check_raid__pr74_pdlist.txt"}

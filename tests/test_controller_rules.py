@@ -14,7 +14,7 @@ import yaml
 from collectors import controller_health as rules
 from collectors.controller_model import BATTERY_STATES, VOLUME_STATES, Battery, CachePolicy, VirtualDisk
 from tests.conftest import ROOT
-from tests.test_rules import (
+from tests.support.rules import (
     METRICS_DOC,
     PROMTOOL,
     RUNBOOK_BASE,

@@ -23,7 +23,7 @@ from agent.metrics import make_registry
 from agent.poller import Poller
 from agent.privhelper import Refused, Validator
 from collectors.controller_view import VIEW
-from tests.controller_fakes import FakeControllerTool
+from tests.controller_fakes import ARC, MEGACLI, MR, SSA, FakeControllerTool
 from tests.fakehost import FakeHost, promtool
 
 try:
@@ -31,9 +31,6 @@ try:
 except ImportError:  # pragma: no cover
     raise
 
-MR, ARC, SSA = "megaraid/", "arcconf/", "ssacli/"
-MEGACLI = {"-AdpAllInfo -aALL -NoLog": MR + "percona__MegaCli64_AdpAllInfo_aALL001.txt",
-           "-PDList -aALL -NoLog": MR + "check_raid__pr74_pdlist.txt"}
 
 
 def controller_host(tmp_path: Path, tools: dict, collectors, **extra):

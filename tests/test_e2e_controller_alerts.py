@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.controller_fakes import FakeControllerTool
+from tests.controller_fakes import MEGACLI, MR, FakeControllerTool
 from tests.fakehost import AgentProcess, FakeHost
 from tests.promstack import alertmanager_factory, prometheus_factory  # noqa: F401 (fixtures)
-from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
+from tests.support.alerting import (  # noqa: F401 (webhook is a fixture)
     _alert_state,
     _alerts_text,
     _wait_for,
@@ -33,7 +33,6 @@ from tests.test_alerting_e2e import (  # noqa: F401 (webhook is a fixture)
     wait_until_paging_works,
     webhook,
 )
-from tests.test_controller_sources import MEGACLI, MR
 
 CONTROLLER_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-controller-alerts.yml"
 PAGE_TIMEOUT = 60.0

@@ -31,6 +31,7 @@ from agent.server import HTTPStats
 from tests.conftest import ROOT
 from tests.fakehost import AgentProcess, FakeHost, build_default_host
 from tests.support.e2e import check_metrics
+from tests.support.processes import ScrapeLoop
 from tests.support.tls import basic
 
 SCRAPE_BOUND = 1.0  # the issue's bound for /metrics, throughout every fault
@@ -99,39 +100,20 @@ def rss_mb(agent: AgentProcess) -> float:
     return psutil.Process(agent.proc.pid).memory_info().rss / 2**20
 
 
-class Scraper:
+class Scraper(ScrapeLoop):
     """Asks for ``/metrics`` every ``step`` seconds, each on a new connection (as an uncached
     Prometheus after a restart would), and counts answers, refusals and slow answers."""
 
+    join_seconds = 10.0
+
     def __init__(self, port: int, headers: Optional[Dict[str, str]] = None, step: float = 0.5) -> None:
+        super().__init__(step)
         self.port = port
         self.headers = headers or {}
-        self.step = step
-        self.times: List[float] = []
-        self.failures: List[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Scraper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                status, _, _ = get(self.port, "/metrics", self.headers, timeout=SCRAPE_BOUND * 3)
-                if status == 200:
-                    self.times.append(time.monotonic() - started)
-                else:
-                    self.failures.append(f"HTTP {status}")
-            except OSError as exc:
-                self.failures.append(f"{type(exc).__name__}: {exc}")
-            self._stop.wait(self.step)
+    def _scrape_once(self) -> Optional[str]:
+        status, _, _ = get(self.port, "/metrics", self.headers, timeout=SCRAPE_BOUND * 3)
+        return None if status == 200 else f"HTTP {status}"
 
     def summary(self) -> str:
         slowest = f"{max(self.times) * 1000:.0f} ms" if self.times else "-"

@@ -18,23 +18,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.rules import metric_names, parse_duration
+from tests.support.rules import (  # noqa: F401 (RUNBOOKS and METRICS_DOC for tests that read them)
+    METRICS_DOC,
+    PROMTOOL,
+    RUNBOOK_BASE,
+    RUNBOOKS,
+    _documented_metrics,
+    _runbook_anchors,
+    github_anchor,
+    metric_names,
+    needs_promtool,
+    parse_duration,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROM_DIR = ROOT / "deploy" / "prometheus"
 ALERTS = PROM_DIR / "ssdfleet-alerts.yml"
 RECORDING = PROM_DIR / "ssdfleet-recording.yml"
-RUNBOOKS = ROOT / "docs" / "runbooks.md"
-METRICS_DOC = ROOT / "docs" / "metrics.md"
 UNIT_TESTS = sorted((ROOT / "tests" / "rules").glob("*.yml"))
-# Every alert's runbook_url: the section on the agent that raised the alert (its /runbooks), or
-# under the ssdfleet_runbook_url external label when one is set (tests/test_ui_runbook_links.py
-# follows the links).
-RUNBOOK_BASE = ("{{ with $externalLabels.ssdfleet_runbook_url }}{{ . }}{{ else }}"
-                "http://{{ $labels.instance }}/runbooks{{ end }}#")
 
-PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package prometheus)")
 
 # Alerts about the agent rather than one drive: their summary names the host (and the device
 # where there is one) but there is no serial to name.
@@ -91,29 +93,10 @@ def _recorded_names() -> set:
     return {r["record"] for path in (ALERTS, RECORDING) for r in _rules(path) if "record" in r}
 
 
-def github_anchor(heading: str) -> str:
-    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces to '-'."""
-    text = heading.strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
 
 
-def _runbook_anchors() -> set:
-    anchors = set()
-    for line in RUNBOOKS.read_text().splitlines():
-        m = re.match(r"^#{1,6}\s+(.*)$", line)
-        if m:
-            anchors.add(github_anchor(m.group(1)))
-    return anchors
 
 
-def _documented_metrics() -> set:
-    names = set()
-    for line in METRICS_DOC.read_text().splitlines():
-        m = re.match(r"^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|", line)
-        if m:
-            names.add(m.group(1))
-    return names
 
 
 # ---------------------------------------------------------------- promtool

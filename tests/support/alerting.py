@@ -169,7 +169,7 @@ def paging_stack(tmp_path: Path, agent: AgentProcess, prometheus_factory, alertm
     return prom
 
 
-def _wait_for(fn, what: str, timeout: float):
+def _wait_for(fn, what: str, timeout: float, step: float = 0.1):
     deadline = time.monotonic() + timeout
     while True:
         value = fn()
@@ -177,7 +177,7 @@ def _wait_for(fn, what: str, timeout: float):
             return value
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
+        time.sleep(step)
 
 
 def wait_until_paging_works(prom) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import List
+from typing import List, Optional
 
 import psutil
 
@@ -18,35 +18,56 @@ from tests.fakehost import AgentProcess, FakeHost
 SCRAPE_BOUND = 1.0  # the issue's requirement for /metrics, throughout every fault
 
 
-class Scraper:
-    """Scrapes /metrics every ``step`` seconds in a thread; records the slowest answer and any
-    that failed or took longer than :data:`SCRAPE_BOUND`."""
+class ScrapeLoop:
+    """A thread that scrapes every ``step`` seconds while the ``with`` block lasts, keeping the
+    answered scrapes' times and the failures; :meth:`_scrape_once` says how one scrape is made."""
 
-    def __init__(self, agent: AgentProcess, step: float = 0.2) -> None:
-        self.agent = agent
+    join_seconds = 5.0
+
+    def __init__(self, step: float) -> None:
         self.step = step
         self.times: List[float] = []
         self.failures: List[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Scraper:
+    def __enter__(self):
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(5)
+        self._thread.join(self.join_seconds)
+
+    def _scrape_once(self) -> Optional[str]:
+        """One scrape; None when answered, else what went wrong (an exception is a failure too)."""
+        raise NotImplementedError
 
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                self.agent.get("/metrics", timeout=SCRAPE_BOUND * 3)
-                self.times.append(time.monotonic() - started)
+                failure = self._scrape_once()
             except OSError as exc:
-                self.failures.append(f"{type(exc).__name__}: {exc}")
+                failure = f"{type(exc).__name__}: {exc}"
+            if failure is None:
+                self.times.append(time.monotonic() - started)
+            else:
+                self.failures.append(failure)
             self._stop.wait(self.step)
+
+
+class Scraper(ScrapeLoop):
+    """Scrapes /metrics every ``step`` seconds in a thread; records the slowest answer and any
+    that failed or took longer than :data:`SCRAPE_BOUND`."""
+
+    def __init__(self, agent: AgentProcess, step: float = 0.2) -> None:
+        super().__init__(step)
+        self.agent = agent
+
+    def _scrape_once(self) -> Optional[str]:
+        self.agent.get("/metrics", timeout=SCRAPE_BOUND * 3)
+        return None
 
     def check(self) -> None:
         assert self.times, "no scrape answered"

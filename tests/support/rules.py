@@ -6,6 +6,23 @@ Moved out of test_rules.py (issue 27: test modules import helpers from tests/sup
 from __future__ import annotations
 
 import re
+import shutil
+
+import pytest
+
+from tests.conftest import ROOT
+
+RUNBOOKS = ROOT / "docs" / "runbooks.md"
+METRICS_DOC = ROOT / "docs" / "metrics.md"
+# Every alert's runbook_url: the section on the agent that raised the alert (its /runbooks), or
+# under the ssdfleet_runbook_url external label when one is set (tests/test_ui_runbook_links.py
+# follows the links).
+RUNBOOK_BASE = ("{{ with $externalLabels.ssdfleet_runbook_url }}{{ . }}{{ else }}"
+                "http://{{ $labels.instance }}/runbooks{{ end }}#")
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian package prometheus)")
+
 
 _PROMQL_WORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
                  "group_right", "offset", "bool", "inf", "nan"}
@@ -43,3 +60,28 @@ def parse_duration(text) -> float:
     if not parts or "".join(n + u for n, u in parts) != str(text):
         raise ValueError(f"not a Prometheus duration: {text!r}")
     return float(sum(int(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces to '-'."""
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _runbook_anchors() -> set:
+    anchors = set()
+    for line in RUNBOOKS.read_text().splitlines():
+        m = re.match(r"^#{1,6}\s+(.*)$", line)
+        if m:
+            anchors.add(github_anchor(m.group(1)))
+    return anchors
+
+
+def _documented_metrics() -> set:
+    names = set()
+    for line in METRICS_DOC.read_text().splitlines():
+        m = re.match(r"^\|\s*`([a-z_:][a-z0-9_:]*)`\s*\|", line)
+        if m:
+            names.add(m.group(1))
+    return names

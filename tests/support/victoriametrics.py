@@ -26,7 +26,7 @@ from tests.promstack import (  # noqa: F401 (fixtures)
     vmagent_binary,
     vmalert_binary,
 )
-from tests.support.alerting import _alerts_text, alertmanager_config, shortened_rules, wait_for_page, webhook  # noqa: F401
+from tests.support.alerting import _alerts_text, _wait_for, alertmanager_config, shortened_rules, wait_for_page, webhook  # noqa: F401
 from tests.support.dashboards import (
     DASHBOARD_FILES,
     _has_data,
@@ -54,14 +54,7 @@ temperature_limits:
 
 
 def _wait(fn, what: str, timeout: float):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
+    return _wait_for(fn, what, timeout, step=0.2)
 
 
 def _panel_queries() -> List[Tuple[str, dict, dict]]:
