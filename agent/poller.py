@@ -802,7 +802,7 @@ class Poller:
         self._shared_logged = set(by_serial)
 
     def _note_withheld(self, readings: Sequence[DriveReading]) -> None:
-        """One warning per drive and figure when a figure is first withheld (again after it
+        """One INFO line per drive and figure when a figure is first withheld (again after it
         was given for a while): an impossible value is a fault to be told of once, not every
         poll; ``ssd_value_withheld`` carries it for as long as it lasts."""
         now = {(r.identity, key): r.extra[key] for r in readings for key in r.extra if key.endswith("_withheld")}
