@@ -4,8 +4,8 @@
 #   packaging/build.sh                  both packages into dist/
 #   packaging/build.sh --deb --out DIR  only the .deb, into DIR
 #   packaging/build.sh --install-tools  only install nfpm (pinned below) with `go install`
-#   packaging/build.sh --deps-cache DIR reuse the libraries resolved by an earlier build that
-#                                       kept them in DIR for the same requirements (tests)
+#   packaging/build.sh --deps-cache DIR reuse the libraries resolved, and the build tools' venv
+#                                       made, by an earlier build that kept them in DIR (tests)
 #
 # Needs python3 (3.9+) with pip and venv, binutils' strip, and nfpm; with Go on PATH a missing
 # nfpm is installed from the Go module proxy at the version pinned here. Each target Python
@@ -94,12 +94,21 @@ mkdir -p "$STAGE" "$WORK/src" "$WORK/wheel"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_NO_WARN_SCRIPT_LOCATION=1 PIP_ROOT_USER_ACTION=ignore
 # pip runs in a virtualenv of its own: it then judges --target installs by themselves, not
 # against whatever this host has installed, and the manual page below runs in it.
-"$PYTHON" -m venv "$WORK/venv"
-PIP=("$WORK/venv/bin/python" -m pip --quiet)
-PYDEPS=("$WORK/venv/bin/python" "$SRC/packaging/pydeps.py")
-# The build tools in one go: setuptools (and wheel, for setuptools < 70.1) build the wheel below (no isolated build environment
-# to make), packaging evaluates markers (packaging/pydeps.py).
-"${PIP[@]}" install "setuptools>=61" wheel packaging
+# The build tools in it: setuptools (and wheel, for setuptools < 70.1) build the wheel below (no
+# isolated build environment to make), packaging evaluates markers (packaging/pydeps.py). With
+# --deps-cache the venv is kept there and reused: creating it (ensurepip compiles pip) is the
+# slowest step of a build whose libraries are cached.
+VENV=$WORK/venv
+[ -z "$DEPS_CACHE" ] || VENV=$DEPS_CACHE/venv-$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+if [ -n "$DEPS_CACHE" ] && "$VENV/bin/python" -c 'import setuptools, wheel, packaging' 2>/dev/null; then
+    say "the build tools from $VENV (made by an earlier build)"
+else
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/python" -m pip --quiet install "setuptools>=61" wheel packaging
+fi
+PIP=("$VENV/bin/python" -m pip --quiet)
+PYDEPS=("$VENV/bin/python" "$SRC/packaging/pydeps.py")
 
 # --------------------------------------------------------------------------- the wheel
 # From a copy of the files it is made of, so the checkout gains no build/ or *.egg-info.
@@ -243,14 +252,14 @@ gzip -9 -n -c "$WORK/changelog.Debian" > "$STAGE/changelog.Debian.gz"
 # The manual page, from the parser of the code being packaged, run with the libraries resolved
 # for this Python when it is one of the targets (else pip installs them here).
 say "writing the manual page"
-HOST_ABI=$("$WORK/venv/bin/python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+HOST_ABI=$("$VENV/bin/python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
 if [ -d "$WORK/deps/$HOST_ABI" ]; then
     MAN_PATH=$WORK/app:$WORK/deps/$HOST_ABI
 else
     "${PIP[@]}" install --no-compile -r "$WORK/requirements.txt"
     MAN_PATH=$WORK/app
 fi
-PYTHONPATH=$MAN_PATH "$WORK/venv/bin/python" -m agent.manpage > "$WORK/ssdfleet.1"
+PYTHONPATH=$MAN_PATH "$VENV/bin/python" -m agent.manpage > "$WORK/ssdfleet.1"
 gzip -9 -n -c "$WORK/ssdfleet.1" > "$STAGE/ssdfleet.1.gz"
 
 nfpm_config() {  # nfpm_config FORMAT: $STAGE/nfpm.yaml for that format (see packaging/nfpm.yaml)
