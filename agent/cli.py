@@ -247,6 +247,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     prepared = _prepared(args)
     config = _config(args)
     _setup_logging(config.log_level if args.log_level else "WARNING")
+    from agent import host_views
     from agent.poller import Poller
     from agent.views import snapshot_views
     from collectors.runner import ORPHANS, enable_subreaper
@@ -265,6 +266,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
             "drives": [dataclasses.asdict(v) for v in snapshot_views(snap, time.time())],
             "collectors": [dataclasses.asdict(c) for c in snap.collectors],
             "problems": list(snap.problems),
+            # what the host sources measured (the sync-write probe, the controllers), by source,
+            # as the agent's /api/drives gives it
+            "host": host_views.api(snap),
         }
         json.dump(out, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

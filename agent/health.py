@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from agent.text import percent
 from collectors import registry
 from collectors.model import (
     CACHE_DISABLED,
@@ -99,7 +100,7 @@ def watch_reasons(life_left_ratio: Optional[float], wearout_timestamp: Optional[
     if life_disagreement:
         reasons.append(f"its life figures disagree: {life_disagreement}")
     if life_left_ratio is not None and LIFE_WARNING_RATIO <= life_left_ratio < WATCH_LIFE_RATIO:
-        reasons.append(f"life left {life_left_ratio:.0%}, below {WATCH_LIFE_RATIO:.0%}: plan its replacement")
+        reasons.append(f"life left {percent(life_left_ratio)}, below {WATCH_LIFE_RATIO:.0%}: plan its replacement")
     if wearout_timestamp is not None:
         days = (wearout_timestamp - now) / DAY_SECONDS
         if WEAROUT_WARNING_DAYS <= days < WATCH_WEAROUT_DAYS:

@@ -223,6 +223,9 @@ def cache_cell(v: DriveView) -> str:
     sources = "; ".join(f"{s['source']}: {s['state']}" for s in v.write_cache_sources)
     if not expected:
         want = '<div class="muted">no expectation set</div>'
+    elif v.write_cache is None:
+        # nothing read: whether the cache is as it should be is not known either
+        want = f'<div class="muted">not read; should be {esc(expected)}</div>'
     elif mismatch:
         want = f'<div class="muted">should be {esc(expected)}</div>'
     else:

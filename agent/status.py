@@ -11,8 +11,8 @@ Exit codes, the Nagios plugin convention (README.md, "Commands"), so it can run 
 existing monitoring system:
 
 * 0 OK: every drive was read and none is flagged (a drive to "watch" is OK: nothing alerts yet);
-* 1 WARNING: a drive has a warning, or a drive could not be read while others could (its
-  health is unknown, so the host is not "OK");
+* 1 WARNING: a drive has a warning, a drive could not be read while others could (its
+  health is unknown, so the host is not "OK"), or a collector's last run failed;
 * 2 CRITICAL: a drive has a critical flag;
 * 3 UNKNOWN: the health of no drive could be established (no drives found, or none could be
   read), the agent answered but not with the drives (401, a TLS failure, an error), ``--drive``
@@ -50,7 +50,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -321,12 +321,22 @@ def local_poll(config, keep_history: bool = False) -> Dict[str, Any]:
     }
 
 
-def overall(drives: List[Dict[str, Any]]) -> str:
+def overall(drives: List[Dict[str, Any]], collectors: Sequence[Dict[str, Any]] = ()) -> str:
     """Worst severity of all drives (a drive without health data is a warning); unknown when
-    no drive could be read at all."""
+    no drive could be read at all. A collector whose last run failed makes an OK host a
+    warning: what it reads (I/O, the write cache, a card) may be missing or old, so the host is
+    not known to be OK, and a Nagios check must not say it is."""
     if not any(has_health_data(d) for d in drives):
         return UNKNOWN
-    return health.worst_severity(d.get("severity") or OK for d in drives)
+    worst = health.worst_severity(d.get("severity") or OK for d in drives)
+    if failing_collectors(collectors):
+        worst = health.worst_severity((worst, WARNING))
+    return worst
+
+
+def failing_collectors(collectors: Sequence[Dict[str, Any]]) -> List[str]:
+    """Names of the collectors whose last run failed, as the API lists them."""
+    return [str(c.get("name")) for c in collectors or () if c.get("success") is False]
 
 
 def _agent_url(args, config) -> str:
@@ -377,6 +387,9 @@ def _footer(data: Dict[str, Any], drives: List[Dict[str, Any]], severity: str, c
     parts = [f"{n} to watch" if s == WATCH else f"{n} {s}" for s, n in counts.items() if n]
     if unread:
         parts.append(f"{unread} without health data")
+    failing = failing_collectors(data.get("collectors") or ())
+    if failing and parts:
+        parts.append(f"collector{'s' if len(failing) > 1 else ''} failing: {', '.join(failing)}")
     text = f"{severity.upper()}: " + (", ".join(parts) if parts else "no drives could be read")
     lines.append(paint(text, severity, color))
     return "\n".join(lines) + "\n"
@@ -422,7 +435,7 @@ def main(args, make_config) -> int:
             if not drives:
                 sys.stderr.write(f"ssdfleet: no drive {args.drive!r} on this host\n")
                 return UNKNOWN_EXIT
-        severity = overall(drives)
+        severity = overall(drives, data.get("collectors") or ())
         code = EXIT_CODES[severity]
         try:
             if args.json:

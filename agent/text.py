@@ -13,7 +13,7 @@ the agent's own log lines about a drive): it writes each such character as a vis
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Optional
 
 # C0 and C1 controls, DEL, and the Unicode direction marks, embeddings, overrides and isolates
 # (the "Trojan Source" characters). Tabs and newlines are controls here too: a serial has none.
@@ -40,3 +40,14 @@ def defang(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [defang(v) for v in value]
     return value
+
+
+def percent(ratio: Optional[float], digits: int = 1) -> str:
+    """``0.99`` -> ``99%``, ``0.8125`` -> ``81.2%``, ``0.025`` -> ``2.5%``: whole percent only when
+    that is exact, so a flag never rounds a drive's life left up or down a step."""
+    if ratio is None:
+        return "-"
+    text = f"{ratio * 100:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text + "%"

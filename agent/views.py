@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from agent import durability, health, host_views
 from agent.health import CRITICAL, OK, WARNING
+from agent.text import percent
 from collectors import registry
 from collectors.model import EVIDENCE_FIELDS, Drive, Projection, Snapshot, drive_list
 
@@ -230,14 +231,14 @@ def flags_for(v: DriveView, d: Drive, now: float) -> List[Flag]:
         flags.append(Flag(CRITICAL, "drive is in reduced-write mode", "reduced_write"))
     life = health.life_severity(v.life_left_ratio)
     if life in (WARNING, CRITICAL):
-        flags.append(Flag(life, f"life left {v.life_left_ratio:.0%}", "life_left"))
+        flags.append(Flag(life, f"life left {percent(v.life_left_ratio)}", "life_left"))
     wearout = health.wearout_severity(v.wearout_timestamp, now)
     if wearout in (WARNING, CRITICAL):
         days = (v.wearout_timestamp - now) / health.DAY_SECONDS
         when = f"{max(days, 0):.1f}" if wearout == CRITICAL else f"{days:.0f}"
         flags.append(Flag(wearout, f"projected wear-out in {when} days ({v.wearout_method_label})", "wearout"))
     if health.spare_exhausted(v.spare_left_ratio, v.spare_threshold_ratio):
-        flags.append(Flag(CRITICAL, f"spare {v.spare_left_ratio:.0%} at or below threshold {v.spare_threshold_ratio:.0%}",
+        flags.append(Flag(CRITICAL, f"spare {percent(v.spare_left_ratio)} at or below threshold {percent(v.spare_threshold_ratio)}",
                           "spare"))
     if v.write_cache is not None and health.write_cache_mismatch(v.write_cache, v.write_cache_expected):
         flags.append(Flag(health.write_cache_mismatch_severity(v.write_cache),
@@ -496,16 +497,6 @@ def utc_date(ts: Optional[float]) -> str:
 
 def utc_time(ts: Optional[float]) -> str:
     return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
-
-
-def percent(ratio: Optional[float], digits: int = 1) -> str:
-    """``0.99`` -> ``99%``, ``0.8125`` -> ``81.2%``: whole percent when that is exact."""
-    if ratio is None:
-        return "-"
-    text = f"{ratio * 100:.{digits}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text + "%"
 
 
 def describe_input(name: str, value: float) -> str:

@@ -279,6 +279,18 @@ def test_life_left_at_the_boundary(polled, ratio, severity, text):
         assert _painted(line, text, style) is (style == severity), repr(line)
 
 
+@pytest.mark.parametrize("ratio,words", [
+    (0.025, "life left 2.5%"),   # not "2%": a half step rounded to even read as a step worse
+    (0.095, "life left 9.5%"),   # not "10%": the flag would name the threshold it is under
+    (0.125, "life left 12.5%, below 20%"),  # a reason to watch, in the same words
+])
+def test_life_left_in_words_keeps_its_fraction(polled, ratio, words):
+    snap, now = polled
+    (view,) = [v for v in snapshot_views(_with_sda(snap, _life(ratio)), now) if v.serial == SDA_SERIAL]
+    said = [f.reason for f in view.flags] + list(view.watch)
+    assert any(words in text for text in said), said
+
+
 @pytest.mark.parametrize("days,severity", [
     (6.99, CRITICAL), (7.0, WARNING), (29.99, WARNING), (30.0, OK),
 ])

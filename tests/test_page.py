@@ -393,3 +393,21 @@ def test_latency_beside_the_write_cache(tmp_path):
     sda = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == SDA_SERIAL)
     text = cell(sda, "c-latency").text()
     assert "2 ms" in text and "per write" in text and "per flush" not in text  # no flush in between
+
+
+def test_an_unread_write_cache_is_not_called_as_expected(tmp_path):
+    """A drive with an expectation whose cache state could not be read: the page says it was
+    not read and what it should be, never "as expected"."""
+    import dataclasses
+
+    snap, now = _polled(tmp_path)
+    drive = next(d for d in snap.drives if d.write_cache_expected and d.write_cache)
+    page = render_page(snap, now, hostname="h")
+    row = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == drive.serial)
+    assert "as expected" in cell(row, "c-cache").text()  # read, and as it should be
+    unread = dataclasses.replace(drive, write_cache=())
+    page = render_page(dataclasses.replace(snap, drives=tuple(unread if d is drive else d for d in snap.drives)),
+                       now, hostname="h")
+    row = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == drive.serial)
+    text = cell(row, "c-cache").text()
+    assert "as expected" not in text and f"not read; should be {drive.write_cache_expected}" in text

@@ -140,7 +140,7 @@ def test_one_drive_unreadable_beside_a_readable_one_exits_1(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     rows = table_rows(r.stdout)
     assert rows["sda"]["HEALTH"] == "UNKNOWN: no health data" and rows["nvme0"]["HEALTH"] == "OK"
-    assert r.stdout.rstrip().endswith("WARNING: 1 ok, 1 without health data")
+    assert r.stdout.rstrip().endswith("WARNING: 1 ok, 1 without health data, collector failing: smartctl")
     data = json.loads(run_status(host, "--json").stdout)
     assert data["severity"] == "warning" and data["exit_code"] == 1
     # asked about the unreadable drive alone, the answer is UNKNOWN
@@ -286,3 +286,17 @@ def test_watch_redraws(host):
         proc.terminate()
         proc.wait(timeout=10)
     assert len(seen) == 2, proc.stderr.read()
+
+
+def test_a_failing_collector_makes_a_healthy_host_a_warning(tmp_path):
+    """The drive is fine but /proc/diskstats cannot be read: the diskstats collector fails, so
+    the host is not known to be OK (exit 1), and the last line names the collector."""
+    host = only_nvme0_host(tmp_path)
+    (host.proc / "diskstats").unlink()
+    r = run_status(host, "--color", "never")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert table_rows(r.stdout)["nvme0"]["HEALTH"] == "OK"
+    assert "collector diskstats failing" in r.stdout
+    assert r.stdout.rstrip().endswith("WARNING: 1 ok, collector failing: diskstats")
+    data = json.loads(run_status(host, "--json").stdout)
+    assert data["severity"] == "warning" and data["exit_code"] == 1

@@ -485,3 +485,21 @@ def test_status_says_why_a_directory_was_skipped_and_tolerates_missing_figures()
     ]}})
     assert "/srv/ro on sdb: skipped (read_only: the filesystem is mounted read-only)" in text
     assert "/srv/wal: 3 O_DSYNC writes" in text and "median" not in text.split("/srv/wal")[1]
+
+
+def test_collect_json_carries_the_probe(tmp_path):
+    """`ssdfleet collect --json` gives what the host sources measured, as the API does: one
+    burst in the configured directory, with its count and latencies."""
+    host = build_default_host(tmp_path / "host")
+    wal = tmp_path / "wal"
+    wal.mkdir()
+    config = tmp_path / "ssdfleet.yml"
+    config.write_text(yaml.safe_dump({"syncwrite": {"directories": [str(wal)], "writes": 8, "min_free_bytes": 0,
+                                                     "min_free_ratio": 0.0}}))
+    r = subprocess.run([sys.executable, "-m", "agent", "collect", "--json", "--config", str(config),
+                        *host.config_args()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (burst,) = json.loads(r.stdout)["host"]["syncwrite"]
+    assert burst["directory"] == str(wal) and burst["ops"] == 8 and burst["skipped"] is None
+    assert 0 < burst["latency_median_seconds"] <= burst["latency_max_seconds"]
+    assert [p.name for p in wal.iterdir()] == [".ssdfleet-syncwrite.probe"]  # its own file, nothing else
