@@ -144,8 +144,9 @@ def parse_mdstat(text: str) -> Dict[str, MdArray]:
 @dataclass(frozen=True)
 class ZfsVdev:
     pool: str
-    path: str  # as zpool status -P prints it: /dev/sdb1, /dev/disk/by-id/ata-...-part1
+    path: str  # as zpool status -P prints it: /dev/sdb1, /dev/disk/by-id/ata-...-part1, /ssd4/zfs.log1
     role: str  # data, log, cache, spare, special, dedup
+    in_file: bool = False  # a file on a mounted filesystem, attributed to that filesystem's device
 
 
 _ZFS_GROUPS = {"logs": "log", "cache": "cache", "spares": "spare", "special": "special", "dedup": "dedup"}
@@ -155,7 +156,8 @@ _NO_POOLS = ("no pools available", "modules are not loaded", "no such pool")
 def parse_zpool_status(text: str) -> List[ZfsVdev]:
     """The leaf devices of every pool in ``zpool status -P`` output, with their role. Only
     absolute paths are leaves with ``-P``; a vdev ZFS cannot open shows as a number ("was
-    /dev/...") and is left out, as are file vdevs, which resolve to no drive later."""
+    /dev/...") and is left out. A file vdev (``/ssd4/zfs.log1``) is kept: build_holdings
+    gives it to the drive under the filesystem that holds the file."""
     vdevs: List[ZfsVdev] = []
     pool: Optional[str] = None
     in_config = False
@@ -191,6 +193,27 @@ def parse_zpool_status(text: str) -> List[ZfsVdev]:
     if not saw_pool and text.strip() and not any(s in text for s in _NO_POOLS):
         raise ParseError(f"zpool status: no 'pool:' line in {text.strip().splitlines()[0][:80]!r}")
     return vdevs
+
+
+def _file_vdev(vdev: ZfsVdev, mounts: Sequence[Mount], tree: BlockTree,
+               links: Mapping[str, str]) -> Tuple[Optional[str], ZfsVdev]:
+    """The device under a vdev that is a file (``zpool create ... log /ssd4/zfs.log1``): the
+    filesystem mounted deepest above the file's path, by its source device. ZFS writes the file
+    through that filesystem, so its drive takes the log's or the pool's writes. A file on a ZFS
+    dataset or on a filesystem without a block device (tmpfs) has no drive here. The path is
+    taken as zpool prints it, which is how it was given at ``zpool create``; a symlink in it is
+    not followed (this is pure: nothing is read)."""
+    best: Optional[Mount] = None
+    for mount in mounts:
+        point = mount.mountpoint.rstrip("/") or "/"
+        inside = vdev.path.startswith(point + "/") if point != "/" else vdev.path.startswith("/")
+        # the deepest mount point holds the file; of two on one point, the later (on top) does
+        if inside and (best is None or len(point) >= len(best.mountpoint.rstrip("/") or "/")):
+            best = mount
+    if best is None or best.fstype == "zfs":
+        return None, vdev
+    dev = resolve_device(best.source, tree, links)
+    return dev, dataclasses.replace(vdev, in_file=True)
 
 
 # ----------------------------------------------------------------------------- device-mapper
@@ -341,6 +364,8 @@ def build_holdings(
     pools_on: Dict[str, List[ZfsVdev]] = {}
     for vdev in vdevs:
         dev = resolve_device(vdev.path, tree, links)
+        if dev is None and not vdev.path.startswith("/dev/"):
+            dev, vdev = _file_vdev(vdev, mounts, tree, links)
         if dev is not None:
             pools_on.setdefault(dev, []).append(vdev)
 
@@ -368,11 +393,14 @@ def _walk(node: str, partition: str, stack: Tuple[str, ...], tree: BlockTree,
         found.append(Holding(mount.mountpoint, mount.fstype, partition, stack))
     for vdev in pools_on.get(node, ()):
         layer = f"zfs:{vdev.pool}" + ("" if vdev.role == "data" else f"({vdev.role})")
+        # a vdev that is a file sits on the filesystem this layer mounts: that filesystem's
+        # drive wears for it (seeds/003: a pool's log on files in /ssd4)
+        below = stack + ((f"file:{vdev.path}",) if vdev.in_file else ()) + (layer,)
         datasets = zfs_mounts.get(vdev.pool, ())
         for mount in datasets:
-            found.append(Holding(mount.mountpoint, mount.fstype, partition, stack + (layer,)))
+            found.append(Holding(mount.mountpoint, mount.fstype, partition, below))
         if not datasets:
-            found.append(Holding("", "", partition, stack + (layer,)))
+            found.append(Holding("", "", partition, below))
     uppers = sorted(u for u in tree.uppers.get(node, ()) if u not in seen)
     if not uppers and stack and node not in by_device and node not in pools_on:
         found.append(Holding("", "", partition, stack))  # an array or volume nobody mounted

@@ -23,6 +23,7 @@ from collectors.holders import (
     BlockTree,
     HoldingsReader,
     Mount,
+    ZfsVdev,
     build_holdings,
     dm_layer,
     lvm_name,
@@ -339,6 +340,46 @@ def test_zpool_on_device_mapper_capture(tmp_path):
     held, errors = reader(host).read()
     assert errors == []
     assert held["sdc"] == (Holding("", "", "", ("mpath:mpathA", "zfs:simplepool_devicemapper_bydev")),)
+
+
+def test_zfs_vdevs_that_are_files_belong_to_the_drive_under_them():
+    """seeds/003: pool zptest on four files in /opt, its log a mirror of two files in /ssd4 (the
+    OCZ drive sdb1), its cache sda1. The files' filesystems come from the seed's `df -h` (which
+    does not print the type: ext4 here stands for any block filesystem). Each file vdev is held
+    by the drive under its filesystem, so the log's writes are on sdb's account; the cache,
+    printed as a bare name without -P, is not guessed."""
+    vdevs = parse_zpool_status(fixture_path(FX + "seed003__zpool_status_zptest.txt").read_text())
+    assert [(v.path, v.role) for v in vdevs] == [(f"/opt/zfs.disk{i}", "data") for i in range(1, 5)] + [
+        ("/ssd4/zfs.log1", "log"), ("/ssd4/zfs.log2", "log")]
+    tree = BlockTree(disks={"sda", "sdb", "sdc", "sdd"},
+                     partitions={"sda1": "sda", "sdb1": "sdb", "sdc1": "sdc", "sdc2": "sdc", "sdc3": "sdc",
+                                 "sdd1": "sdd"})
+    mounts = [Mount("/dev/sdc1", "/", "ext4"), Mount("tmpfs", "/dev/shm", "tmpfs"), Mount("/dev/sdc3", "/opt", "ext4"),
+              Mount("/dev/sdd1", "/ssd1", "ext4"), Mount("/dev/sdb1", "/ssd4", "ext4"), Mount("zptest", "/zptest", "zfs")]
+    held = build_holdings(tree, mounts, vdevs=vdevs)
+    log = [("file:/ssd4/zfs.log1", "zfs:zptest(log)"), ("file:/ssd4/zfs.log2", "zfs:zptest(log)")]
+    assert held["sdb"] == (Holding("/ssd4", "ext4", "sdb1", ()),
+                           *(Holding("/zptest", "zfs", "sdb1", stack) for stack in log))
+    assert summary("sdb", held["sdb"][1:2]) == "sdb: /zptest (file:/ssd4/zfs.log1, zfs:zptest(log), zfs)"
+    # the data files are on /opt, sdc3; / (sdc1), which also lies above them, is not the deepest
+    assert [h for h in held["sdc"] if h.fstype == "zfs"] == [
+        Holding("/zptest", "zfs", "sdc3", (f"file:/opt/zfs.disk{i}", "zfs:zptest")) for i in range(1, 5)]
+    assert held["sdd"] == (Holding("/ssd1", "ext4", "sdd1", ()),)
+    assert "sda" not in held
+
+
+@pytest.mark.parametrize("path,mounts,device", [
+    ("/ssd4/zfs.log1", [Mount("/dev/sdb1", "/ssd4", "ext4"), Mount("/dev/sdc1", "/ssd4", "xfs")], "sdc"),  # on top
+    ("/ssd40/zfs.log1", [Mount("/dev/sdb1", "/ssd4", "ext4")], None),  # a name that only starts alike
+    ("/tank/log", [Mount("/dev/sdb1", "/", "ext4"), Mount("tank", "/tank", "zfs")], None),  # inside ZFS
+    ("/run/log", [Mount("/dev/sdb1", "/", "ext4"), Mount("tmpfs", "/run", "tmpfs")], None),  # no block device
+    ("/var/log1", [Mount("/dev/sdb1", "/", "ext4")], "sdb"),  # only the root holds it
+])
+def test_file_vdev_mount_choice(path, mounts, device):
+    tree = BlockTree(disks={"sdb", "sdc"}, partitions={"sdb1": "sdb", "sdc1": "sdc"})
+    held = build_holdings(tree, mounts, vdevs=[ZfsVdev("p", path, "log")])
+    zfs = {drive for drive, holds in held.items() if any("zfs:p(log)" in h.stack for h in holds)}
+    assert zfs == ({device} if device else set())
 
 
 def test_cap_per_drive_keeps_mounted_first(tmp_path):
