@@ -46,7 +46,7 @@ _REASON_CLASSES = (
     ("rotating drive (no flash life)", r"rotating drive"),
     ("default name on an unknown drive", r"default name|not vouch|unit not established"),
     ("beyond physical bounds", r"over 2\*\*63|times the capacity|faster than the link|beyond any drive|over 20 years"),
-    ("against the drive's own wear", r"drive writes|average erase|full-capacity writes|rated life"),
+    ("against the drive's own wear", r"drive writes|average erase|erase counts|full-capacity writes|rated life"),
     ("sources disagree", r"disagree"),
     ("broken device statistics", r"all 48 bits|below Number of|copies vendor|is 0 while"),
     ("unit unknown on this model (table)", r"unit unknown on this model"),

@@ -55,6 +55,21 @@ def test_a_worn_phison_drive_whose_devstat_froze():
     assert r.life_left_spread_ratio == 1.0 and "life_left_disagreement" in r.extra
 
 
+def test_erase_counts_that_contradict_each_other_still_bound_the_wear():
+    """Phison 173 MaxAvgErase_Ct prints "max (Average avg)"; on these reports the average is above
+    the maximum, so neither is an average to compute with, but the smaller is still wear done.
+    The OEM 16 GB drive: device statistics 0% used beside "3456 (Average 5390)" (and 173's own
+    normalized value at 7): 3,456 cycles is past any MLC/TLC rating at 100% left, so life left
+    is withheld with both counts named, never shown as 100%. The Patriot Blaze's "151 (Average
+    4350)" beside 5% used: 151 cycles fit 95% left, and the figure stands."""
+    worn = reading(B + "SSD_China_SATA_SSD_16GB_72768B5CF727.txt")
+    assert worn.life_left_ratio is None
+    why = worn.extra["life_left_ratio_withheld"]
+    assert "says 100% left" in why and "MaxAvgErase_Ct 3456 (Average 5390)" in why and "3,456 cycles" in why
+    blaze = reading(B + "SSD_Patriot_Blaze_64GB_B4F4F2746B19.txt")
+    assert blaze.life_left_ratio == 0.95 and "life_left_ratio_withheld" not in blaze.extra
+
+
 def test_json_report_agreeing_figures():
     """smartctl JSON (scrutiny's capture): device statistics and 177 Wear_Leveling_Count both 81."""
     r = parse_smartctl_json(read_fixture("smartctl-json/scrutiny__smart-ata-full.json").decode(), "/dev/sda")

@@ -173,6 +173,26 @@ def _own_rating(vendor_left: Optional[float], average_erase: Optional[float]) ->
     return average_erase / used if used >= 0.05 else None
 
 
+def _set_aside(
+    left: float, source: str, vendor_source: Optional[str], rating: Optional[float], erase: Optional[float],
+    cycles: Optional[float], findings: attrs.AttributeFindings,
+) -> Optional[str]:
+    """Why a life-left candidate claims less wear than the drive has done, or None."""
+    if rating is not None and erase is not None and source != vendor_source \
+            and erase > (100.0 - left + 1.0) / 100.0 * rating * 3:
+        return (f"{source} says {left:g}% left after {erase:,.0f} average erase cycles, against "
+                f"the {rating:,.0f} rated cycles the drive's own {vendor_source} implies")
+    if _refuted(left, cycles):
+        return f"{source} says {left:g}% left after {cycles:,.0f} full-capacity writes"
+    # Counts that contradict each other give no average, but still the least wear they admit.
+    floor = findings.get(attrs.ERASE_FLOOR)
+    if erase is None and floor is not None and _refuted(left, floor.value):
+        attr = floor.attribute
+        return (f"{source} says {left:g}% left, but the erase counts (ata {attr.attr_id} {attr.name} "
+                f"{(attr.raw_string or '').strip()}) admit no fewer than {floor.value:,.0f} cycles")
+    return None
+
+
 def _refuted(left: float, cycles: Optional[float]) -> bool:
     """A life-left figure that claims too little wear for the cycles already done, even at the
     highest rated endurance of any MLC/TLC drive."""
@@ -232,13 +252,9 @@ def life_left(
     rating = _own_rating(vendor, erase)
     set_aside: List[str] = []
     for left, source in candidates:
-        if rating is not None and erase is not None and source != vendor_source \
-                and erase > (100.0 - left + 1.0) / 100.0 * rating * 3:
-            set_aside.append(f"{source} says {left:g}% left after {erase:,.0f} average erase cycles, against "
-                             f"the {rating:,.0f} rated cycles the drive's own {vendor_source} implies")
-            continue
-        if _refuted(left, cycles):
-            set_aside.append(f"{source} says {left:g}% left after {cycles:,.0f} full-capacity writes")
+        why = _set_aside(left, source, vendor_source, rating, erase, cycles, findings)
+        if why:
+            set_aside.append(why)
             continue
         others = [f"{s}: {v:g}%" for v, s in candidates if s != source]
         if others:

@@ -38,6 +38,11 @@ AVERAGE_ERASE = "average_erase"
 # The most erase cycles any count on the drive admits (Phison's maximum or average, whichever is
 # larger): a ceiling on the NAND writes, used to refute host volumes no flash could have taken.
 ERASE_CEILING = "erase_ceiling"
+# The fewest erase cycles the counts admit (Phison's maximum or average, whichever is smaller):
+# when firmware prints an average above the maximum, neither is a reading, but together they
+# still say the flash has done at least the smaller; a life figure claiming less wear is not
+# given (issue 29: a worn-out drive's Percentage Used frozen at 0 beside "3456 (Average 5390)").
+ERASE_FLOOR = "erase_floor"
 TEMPERATURE = "temperature"
 REALLOCATED = "reallocated"
 REALLOCATION_EVENTS = "reallocation_events"
@@ -361,6 +366,7 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     # ---- average erase count (per block, raw) -------------------------------------------
     _R(173, "MaxAvgErase_Ct", AVERAGE_ERASE, AVERAGE_IN_PARENS, RAW, note="Phison: 'max (Average avg)'"),
     _R(173, "MaxAvgErase_Ct", ERASE_CEILING, AVERAGE_IN_PARENS, RAW),
+    _R(173, "MaxAvgErase_Ct", ERASE_FLOOR, AVERAGE_IN_PARENS, RAW),
     _R(167, "Average_Erase_Count", AVERAGE_ERASE, COUNT, RAW, note="Silicon Motion"),
     # (Not 164 Average_Erase_Count: Apacer AS340 firmware reads 66179 there after 3519 hours and
     # 17 drive writes, a total rather than an average.)
@@ -557,6 +563,8 @@ def _read(rule: AttributeRule, attr: Attribute, sector_bytes: int) -> Optional[T
         highest, average = int(found.group(1)), int(found.group(2))
         if rule.meaning == ERASE_CEILING:
             return float(max(highest, average)), RAW
+        if rule.meaning == ERASE_FLOOR:
+            return float(min(highest, average)), RAW
         # An average above the maximum (seen on Phison OEM firmware) is not a reading.
         return (float(average), RAW) if average <= highest else None
     if rule.unit == COUNT_LOW16:
