@@ -47,7 +47,7 @@ _REASON_CLASSES = (
     ("default name on an unknown drive", r"default name|not vouch|unit not established"),
     ("beyond physical bounds", r"over 2\*\*63|times the capacity|faster than the link|beyond any drive|over 20 years"),
     ("against the drive's own wear", r"drive writes|average erase|erase counts|full-capacity writes|rated life"),
-    ("sources disagree", r"disagree"),
+    ("sources disagree", r"disagree|which is right"),
     ("broken device statistics", r"all 48 bits|below Number of|copies vendor|is 0 while"),
     ("unit unknown on this model (table)", r"unit unknown on this model"),
     ("counter pair impossible (NVMe)", r"fewer than host_"),

@@ -597,31 +597,77 @@ def _first_sound(
 # --------------------------------------------------------------------------- power-on time
 
 
+# Two power-on counters of one drive agree within this (devstat is kept in whole hours, and some
+# firmware updates one counter less often than the other); past it one of them is wrong.
+POWER_ON_AGREE_SECONDS = 48 * 3600
+POWER_ON_AGREE_SHARE = 0.05
+DEVSTAT_POWER_ON_SOURCE = "ata devstat Power-on Hours"
+
+
 def power_on_seconds(
-    figures: AtaFigures, doc: Dict[str, Any], vocab: Vocabulary, devstat: Dict[str, int]
+    figures: AtaFigures, doc: Dict[str, Any], vocab: Vocabulary, devstat: Dict[str, int], sector: int = 512,
 ) -> Optional[int]:
-    """Power-on time: device statistics first, then attribute 9 in the unit the database gives."""
+    """Power-on time: device statistics first, then attribute 9 in the unit the database gives.
+
+    Each must be a possible time (:func:`evidence.power_on_problem`). When both are and they
+    disagree (WD/SanDisk firmware keeps devstat at 0, or 8-50 times below attribute 9), the
+    drive's own record decides: a counter below the least time the drive must have been on
+    (:func:`_least_power_on`) is refuted; if both still stand, the time is withheld."""
     candidates: List[Tuple[int, str]] = []
     hours = devstat.get("Power-on Hours")
     if hours is not None:
-        candidates.append((hours * 3600, "ata devstat Power-on Hours"))
+        candidates.append((hours * 3600, DEVSTAT_POWER_ON_SOURCE))
     from_attribute = _attribute_power_on(doc, vocab)
     if from_attribute is not None:
         candidates.append(from_attribute)
     rejected = []
+    sound: List[Tuple[int, str]] = []
     for seconds, source in candidates:
         problem = evidence.power_on_problem(seconds)
         if problem is None and source.startswith("ata 9") and seconds // 3600 in _SATURATED_HOURS and not seconds % 3600:
             problem = f"{seconds // 3600} hours is where a 16-bit counter stops (0x{seconds // 3600:X}), not a reading"
         if problem is None:
-            figures.sources["power_on_seconds"] = source
-            if rejected:
-                figures.extra["power_on_seconds_rejected"] = "; ".join(rejected)
-            return seconds
-        rejected.append(f"{source}: {problem}")
+            sound.append((seconds, source))
+        else:
+            rejected.append(f"{source}: {problem}")
+    if len(sound) == 2 and not _agree(sound[0][0], sound[1][0]):
+        least, why = _least_power_on(devstat, sector)
+        kept = [(s, src) for s, src in sound if s >= least]
+        rejected += [f"{src}: {s / 3600:,.0f} hours, less than {why}" for s, src in sound if s < least]
+        if len(kept) != 1:
+            said = " and ".join(f"{src} says {s / 3600:,.0f} hours" for s, src in sound)
+            figures.extra["power_on_seconds_withheld"] = f"{said}; nothing on the drive tells which is right" if kept \
+                else "; ".join(rejected)
+            return None
+        sound = kept
+    if sound:
+        seconds, source = sound[0]
+        figures.sources["power_on_seconds"] = source
+        if rejected:
+            figures.extra["power_on_seconds_rejected"] = "; ".join(rejected)
+        return seconds
     if rejected:
         figures.extra["power_on_seconds_withheld"] = "; ".join(rejected)
     return None
+
+
+def _agree(a: int, b: int) -> bool:
+    return abs(a - b) <= max(POWER_ON_AGREE_SECONDS, POWER_ON_AGREE_SHARE * max(a, b))
+
+
+def _least_power_on(devstat: Dict[str, int], sector: int) -> Tuple[int, str]:
+    """The least power-on time the drive's own record proves, and how: the logical sectors it
+    says it wrote (device statistics: a standard counter in logical sectors) at the most a SATA
+    link can carry (evidence.LINK_BYTES_PER_SECOND). A counter that wrapped only lowers this."""
+    written = devstat.get("Logical Sectors Written")
+    if not written or written < 0:
+        return 0, "nothing"
+    volume = written * sector
+    if evidence.bytes_problem(volume, None, None, "ata"):
+        return 0, "nothing"
+    least = int(volume / evidence.LINK_BYTES_PER_SECOND["ata"])
+    return least, (f"the {least / 3600:,.1f} hours writing {volume / 1e12:,.2f} TB "
+                   f"(devstat Logical Sectors Written) takes at SATA's 600 MB/s")
 
 
 def _attribute_power_on(doc: Dict[str, Any], vocab: Vocabulary) -> Optional[Tuple[int, str]]:

@@ -534,7 +534,7 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     if vocab.entry is not None:
         d.extra["drivedb_family"] = vocab.entry.family
     d.extra["drivedb"] = vocab.database.label
-    d.power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat)
+    d.power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat, d.sector or 512)
     # Host bytes: the ATA Device Statistics counters are in logical sectors by the standard,
     # so they win over vendor attributes, whose units vary; the attribute is the fallback.
     for field_name, meaning, counter, commands in (
