@@ -1,5 +1,6 @@
 """The ``ssdfleet`` command: ``agent`` (serve), ``status`` (table), ``collect`` (one poll),
-``probe-helper``, ``syncwrite-dropin`` (the systemd drop-in for the sync-write probe)."""
+``probe-helper``, and the sources' own commands (``syncwrite-dropin``: the systemd drop-in for
+the sync-write probe; collectors/source.py SourceCommand)."""
 
 from __future__ import annotations
 
@@ -292,27 +293,13 @@ def cmd_probe_helper(args: argparse.Namespace) -> int:
     return privhelper.serve(config, args.socket, group=args.socket_group)
 
 
-def cmd_syncwrite_dropin(args: argparse.Namespace) -> int:
-    """Print (or write with --output) the systemd drop-in that opens the sync-write probe's
-    directories to the sandboxed agent; exit 1 with every problem when a directory is unfit."""
-    from agent import syncwrite_dropin as dropin
-
-    config = load_config(args.config, {})
-    uid, user = dropin.user_id(args.user)
-    paths, problems = dropin.checked_directories(config.syncwrite.directories, uid, user)
-    if problems:
-        for problem in problems:
-            sys.stderr.write(f"ssdfleet syncwrite-dropin: {problem}\n")
-        sys.stderr.write("ssdfleet syncwrite-dropin: nothing written (docs/runbooks.md, "
-                         "\"The sync-write probe under systemd\")\n")
-        return 1
-    text = dropin.dropin_text(paths, user, args.config or "the default configuration")
-    if args.output:
-        dropin.write_atomically(args.output, text)
-        sys.stderr.write(f"wrote {args.output}; now: systemctl daemon-reload && systemctl restart ssdfleet-agent\n")
-    else:
-        sys.stdout.write(text)
-    return 0
+def _source_command(spec, command):
+    """The function that runs a source's own command (SourceSpec.commands) with the source's
+    settings from --config (its defaults without one)."""
+    def run(args: argparse.Namespace) -> int:
+        config = load_config(args.config, {})
+        return command.run(args, getattr(config, spec.name, None))
+    return run
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -355,13 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_collect)
 
-    p = sub.add_parser("syncwrite-dropin", help="the systemd drop-in that lets the agent's sandbox write the "
-                       "sync-write probe file in syncwrite.directories (checked first)")
-    p.add_argument("--config", help="YAML configuration file (the unit's: /etc/ssdfleet/config.yml)")
-    p.add_argument("--user", default="ssdfleet", help="the agent's user, who must own each directory (default ssdfleet)")
-    p.add_argument("--output", help="write the drop-in here instead of printing it "
-                   "(/etc/systemd/system/ssdfleet-agent.service.d/syncwrite.conf)")
-    p.set_defaults(func=cmd_syncwrite_dropin)
+    for spec in registry.SOURCES:  # the sources' own commands (syncwrite-dropin)
+        for command in spec.commands:
+            p = sub.add_parser(command.name, help=command.help)
+            p.add_argument("--config", help="YAML configuration file (the unit's: /etc/ssdfleet/config.yml)")
+            command.arguments(p)
+            p.set_defaults(func=_source_command(spec, command))
 
     p = sub.add_parser("status", help="this host's drives as a table (from the running agent, or one poll)")
     _add_common(p)

@@ -299,11 +299,7 @@ def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) ->
 # Top-level keys that moved into a source's own section (issue 27), accepted with a warning
 # for one release: old key -> (section, key in it).
 MOVED_KEYS: Dict[str, Tuple[str, str]] = {
-    "smartctl_devices": ("smartctl", "devices"),
-    "smartctl_drivedb": ("smartctl", "drivedb"),
-    "smartctl_standby_max_skips": ("smartctl", "standby_max_skips"),
-    "include_device_mapper": ("diskstats", "include_device_mapper"),
-    "include_loop": ("diskstats", "include_loop"),
+    old: (spec.name, key) for spec in registry.SOURCES for old, key in spec.moved_keys.items()
 }
 
 

@@ -491,4 +491,5 @@ SPEC = SourceSpec(
     virtual_devices=virtual_devices,
     annotates="io",
     priority=90,
+    moved_keys={"include_device_mapper": "include_device_mapper", "include_loop": "include_loop"},
 )

@@ -329,6 +329,20 @@ class HostView:
 
 
 @dataclass(frozen=True)
+class SourceCommand:
+    """A command of the source's own on the ``ssdfleet`` command line (``ssdfleet NAME``).
+    ``arguments(parser)`` adds its options (``--config`` is added for it); ``run(args,
+    settings)`` does the work with the source's settings as the configuration file gives them
+    (its defaults without one) and returns the exit status. Output and messages are the
+    command's own (stdout, stderr)."""
+
+    name: str
+    help: str
+    arguments: Callable[[Any], None]
+    run: Callable[[Any, Any], int]
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     """One source, as the registry lists it.
 
@@ -346,7 +360,9 @@ class SourceSpec:
     drives. ``host_view`` (host): how its results are shown. ``optional``/``active``: off
     unless its settings make it active (the sync-write probe writes files; it runs only when
     its settings give it directories). ``priority``: lower merges first, its reading of a
-    drive wins over later ones.
+    drive wins over later ones. ``moved_keys``: top-level configuration keys of an earlier
+    release -> the key in this source's section they moved to (accepted with a warning).
+    ``commands``: the source's own commands on the command line (:class:`SourceCommand`).
     """
 
     name: str
@@ -365,6 +381,8 @@ class SourceSpec:
     host_view: Optional[HostView] = None
     active: Callable[[Any], bool] = lambda settings: True
     priority: int = 100
+    moved_keys: Mapping[str, str] = field(default_factory=dict)
+    commands: Tuple[SourceCommand, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name != self.name.lower():

@@ -26,14 +26,6 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.syncwrite_dropin import (
-    STATE_DIRECTORY,
-    checked_directories,
-    directory_problem,
-    dropin_text,
-    spelling_problem,
-    user_id,
-)
 from collectors.model import ParseError
 from collectors.syncwrite import (
     PROBE_FILE_NAME,
@@ -42,6 +34,14 @@ from collectors.syncwrite import (
     mount_of,
     parse_mountinfo,
     read_only_reason,
+)
+from collectors.syncwrite.dropin import (
+    STATE_DIRECTORY,
+    checked_directories,
+    directory_problem,
+    dropin_text,
+    spelling_problem,
+    user_id,
 )
 from tests.conftest import ROOT, fixture_path
 from tests.fakehost import build_default_host, free_port, promtool, stop_process

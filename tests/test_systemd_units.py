@@ -110,7 +110,7 @@ def test_syncwrite_dropin_keeps_the_exposure(staged_units: Path):
     """The drop-in `ssdfleet syncwrite-dropin` writes passes `verify` and leaves the agent's
     exposure where it was; a control drop-in that weakens the unit shows the tool reads
     drop-ins beside the unit file, so the comparison is not vacuous."""
-    from agent.syncwrite_dropin import dropin_text
+    from collectors.syncwrite.dropin import dropin_text
 
     tool = systemd_analyze()
     unit = staged_units / AGENT

@@ -522,4 +522,6 @@ SPEC = SourceSpec(
     devices=READ_DEVICES,
     helper=helper_rule,
     priority=20,
+    moved_keys={"smartctl_devices": "devices", "smartctl_drivedb": "drivedb",
+                "smartctl_standby_max_skips": "standby_max_skips"},
 )

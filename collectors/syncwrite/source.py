@@ -10,8 +10,8 @@ from typing import Dict, List, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from collectors.source import HOST, HostView, Report, RunResult, Source, SourceContext, SourceSpec
-from collectors.syncwrite import view
+from collectors.source import HOST, HostView, Report, RunResult, Source, SourceCommand, SourceContext, SourceSpec
+from collectors.syncwrite import dropin, view
 from collectors.syncwrite.probe import SKIP_FAILURES, SyncWriteProbe, SyncWriteResult, SyncWriteSettings
 
 log = logging.getLogger("ssdfleet.syncwrite")
@@ -113,4 +113,11 @@ SPEC = SourceSpec(
         per_drive=view.newest_by_serial,
     ),
     priority=95,
+    commands=(SourceCommand(
+        name="syncwrite-dropin",
+        help="the systemd drop-in that lets the agent's sandbox write the sync-write probe file in "
+             "syncwrite.directories (checked first)",
+        arguments=dropin.add_arguments,
+        run=dropin.run,
+    ),),
 )

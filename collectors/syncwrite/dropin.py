@@ -30,10 +30,11 @@ from __future__ import annotations
 import os
 import pwd
 import stat
+import sys
 import tempfile
 from typing import List, Optional, Sequence, Set, Tuple
 
-from collectors.syncwrite import PROBE_FILE_NAME
+from collectors.syncwrite.probe import PROBE_FILE_NAME
 
 DROPIN_PATH = "/etc/systemd/system/ssdfleet-agent.service.d/syncwrite.conf"
 STATE_DIRECTORY = "/var/lib/ssdfleet"  # the unit's StateDirectory=: writable without a drop-in
@@ -190,3 +191,32 @@ def write_atomically(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+# ------------------------------------------------------------------------------ the command
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--user", default="ssdfleet", help="the agent's user, who must own each directory (default ssdfleet)")
+    p.add_argument("--output", help="write the drop-in here instead of printing it "
+                   "(/etc/systemd/system/ssdfleet-agent.service.d/syncwrite.conf)")
+
+
+def run(args, settings) -> int:
+    """Print (or write with --output) the drop-in for ``settings.directories``; exit 1 with
+    every problem when a directory is unfit."""
+    uid, user = user_id(args.user)
+    paths, problems = checked_directories(settings.directories, uid, user)
+    if problems:
+        for problem in problems:
+            sys.stderr.write(f"ssdfleet syncwrite-dropin: {problem}\n")
+        sys.stderr.write("ssdfleet syncwrite-dropin: nothing written (docs/runbooks.md, "
+                         "\"The sync-write probe under systemd\")\n")
+        return 1
+    text = dropin_text(paths, user, args.config or "the default configuration")
+    if args.output:
+        write_atomically(args.output, text)
+        sys.stderr.write(f"wrote {args.output}; now: systemctl daemon-reload && systemctl restart ssdfleet-agent\n")
+    else:
+        sys.stdout.write(text)
+    return 0
