@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
 
 from collectors import numbers
 from collectors.model import DriveReading, ParseError, Temperature, Voltage
@@ -200,22 +200,130 @@ def read_status(text: str) -> StatusReport:
 
 
 
-@numbers.guarded("its block")  # what Python refuses in one block costs that module only
-def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[str]) -> DriveReading:
-    sources: Dict[str, str] = {}
-    extra: Dict[str, str] = {"fio_state": state.strip()}
-    serial = model = firmware = block = None
-    capacity = physical_capacity = None
-    sector_bytes = None
-    temps: List[Temperature] = []
-    volts: List[Voltage] = []
-    spare = spare_warn = life = None
+@dataclass
+class _Module:
+    """What one module block says so far, line by line (:func:`_module`)."""
+
+    fct: str
+    sources: Dict[str, str] = field(default_factory=dict)
+    extra: Dict[str, str] = field(default_factory=dict)
+    serial: Optional[str] = None
+    model: Optional[str] = None
+    firmware: Optional[str] = None
+    block: Optional[str] = None
+    capacity: Optional[float] = None
+    physical_capacity: Optional[float] = None
+    sector_bytes: Optional[int] = None
+    temps: List[Temperature] = field(default_factory=list)
+    volts: List[Voltage] = field(default_factory=list)
+    spare: Optional[float] = None
+    spare_warn: Optional[float] = None
+    life: Optional[float] = None
     healthy: Optional[bool] = None
     plp: Optional[bool] = None
-    nand_written = None
-    m = _ATTACHED_AS.search(state)
-    if m:
-        block = m.group(1)
+    nand_written: Optional[int] = None
+
+
+def _on_identity(d: _Module, line: str) -> bool:
+    """The first ``SN:`` line (not the adapter's ``Located in``) names the module."""
+    s = _SN.search(line)
+    if s is None:
+        return False
+    d.serial = s.group(1)
+    d.model = line.split(",")[0].strip() or None
+    pn = _PN.search(line)
+    if pn:
+        d.extra["product_number"] = pn.group(1)
+    return True
+
+
+def _on_firmware(d: _Module, m: re.Match, line: str) -> None:
+    d.firmware = m.group(1) + (f" rev {m.group(2)}" if m.group(2) else "")
+
+
+def _on_size(d: _Module, m: re.Match, line: str) -> None:
+    d.capacity = _gigabytes(m.group(1))
+    d.sources["capacity_bytes"] = f"{TOOL} '{numbers.quote(m.group(1))[1:-1]} GBytes device size' (GBytes = 10^9 bytes)"
+    if m.group(2):
+        d.physical_capacity = _gigabytes(m.group(2))
+
+
+def _on_format(d: _Module, m: re.Match, line: str) -> None:
+    sectors, d.sector_bytes = _integer(m.group(1), line), int(m.group(2))
+    if d.sector_bytes not in (512, 4096, 520, 4160):
+        raise ParseError(f"{d.fct}: sector size {numbers.show(d.sector_bytes)} in {numbers.quote(line)}")
+    d.capacity = sectors * d.sector_bytes
+    d.sources["capacity_bytes"] = f"{TOOL} 'Format: {m.group(1)} sectors of {d.sector_bytes} bytes'"
+
+
+def _on_temperature(d: _Module, m: re.Match, line: str) -> None:
+    # an impossible figure is withheld by evidence.contain, with its reason
+    celsius = _number(m.group(2), line)
+    high = _number(m.group(3), line) if m.group(3) else None
+    sensor = "controller" if m.group(1) == "Internal" else "board"
+    d.temps.append(Temperature(sensor, celsius, max_celsius=high))
+    d.sources[f"temperature_{sensor}"] = f"{TOOL} '{m.group(1)} temperature' degC"
+
+
+def _on_voltage(d: _Module, m: re.Match, line: str) -> None:
+    rail = "internal" if m.group(1) == "Internal" else "auxiliary"
+    d.volts.append(Voltage(rail, _number(m.group(2), line), _number(m.group(3), line) if m.group(3) else None))
+
+
+def _on_reserve(d: _Module, m: re.Match, line: str) -> None:
+    status = m.group(1).strip()
+    d.spare = round(_number(m.group(2), line) / 100, 6)  # out of 0..1: withheld by contain
+    d.spare_warn = _number(m.group(3), line) / 100 if m.group(3) else None
+    label = line.split(":")[0]
+    d.sources["spare_left_ratio"] = f"{TOOL} '{label}: Reserves: {m.group(2)}%'"
+    d.extra["reserve_status"] = status
+    if status.lower() == "healthy":
+        d.healthy = True
+        d.sources["smart_healthy"] = f"{TOOL} '{label}: {status}'"
+    else:
+        d.extra["smart_healthy_withheld"] = f"{TOOL} '{label}: {status}': no public capture shows what this status means"
+
+
+def _on_rating(d: _Module, m: re.Match, line: str) -> None:
+    rated = _number(m.group(1), line) * 1e15
+    d.life = round(_number(m.group(2), line) / 100, 6)  # out of 0..1: withheld by contain
+    d.sources["life_left_ratio"] = f"{TOOL} 'Rated PBW: {m.group(1)[:20]} PB, {m.group(2)[:20]}% remaining'"
+    if math.isfinite(rated) and 0 < rated <= _MAX_RATED_BYTES:
+        d.extra["rated_pbw_bytes"] = str(int(round(rated)))
+
+
+def _on_volume(d: _Module, m: re.Match, line: str) -> None:
+    value = _integer(m.group(2), line)
+    if m.group(1) == "written":
+        d.nand_written = value
+        d.sources["nand_written_bytes"] = (
+            f"{TOOL} 'Physical bytes written' (bytes; media-side: the rated PBW's % remaining is counted against it)")
+    else:
+        d.extra["physical_bytes_read"] = str(value)
+
+
+def _on_power_loss(d: _Module, m: re.Match, line: str) -> None:
+    d.extra["powerloss_protection"] = m.group(1)
+    # A module's own line says "protected" while its capacitors hold (the adapter's
+    # "available" says only that the card has them): the one word taken as protection.
+    if m.group(1).lower() == "protected":
+        d.plp = True
+        d.sources["power_loss_protection"] = f"{TOOL} 'Powerloss protection: {m.group(1)}'"
+
+
+# A module block's lines, each taken by the first pattern that matches it.
+_LINES: Tuple[Tuple[re.Pattern, Callable[[_Module, re.Match, str], None]], ...] = (
+    (_FIRMWARE, _on_firmware), (_SIZE, _on_size), (_FORMAT, _on_format), (_TEMP, _on_temperature),
+    (_VOLT, _on_voltage), (_RESERVE, _on_reserve), (_PBW, _on_rating), (_VOLUME, _on_volume),
+    (_PLP, _on_power_loss),
+)
+
+
+@numbers.guarded("its block")  # what Python refuses in one block costs that module only
+def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[str]) -> DriveReading:
+    d = _Module(fct, extra={"fio_state": state.strip()})
+    attached = _ATTACHED_AS.search(state)
+    d.block = attached.group(1) if attached else None
     in_vsus = False
     for line in lines:
         if line.startswith("Contained VSUs"):
@@ -223,143 +331,53 @@ def _module(fct: str, state: str, lines: List[str], adapter, driver: Optional[st
             continue
         if in_vsus:
             v = _VSU.match(line)
-            if v and block is None:
-                block = v.group(1)
+            if v and d.block is None:
+                d.block = v.group(1)
             continue
-        if serial is None and not line.startswith("Located in"):
-            s = _SN.search(line)
-            if s:
-                serial = s.group(1)
-                model = line.split(",")[0].strip() or None
-                pn = _PN.search(line)
-                if pn:
-                    extra["product_number"] = pn.group(1)
-                continue
-        m = _FIRMWARE.match(line)
-        if m:
-            firmware = m.group(1) + (f" rev {m.group(2)}" if m.group(2) else "")
+        if d.serial is None and not line.startswith("Located in") and _on_identity(d, line):
             continue
-        m = _SIZE.match(line)
-        if m:
-            capacity = _gigabytes(m.group(1))
-            sources["capacity_bytes"] = f"{TOOL} '{numbers.quote(m.group(1))[1:-1]} GBytes device size' (GBytes = 10^9 bytes)"
-            if m.group(2):
-                physical_capacity = _gigabytes(m.group(2))
-            continue
-        m = _FORMAT.match(line)
-        if m:
-            sectors, sector_bytes = _integer(m.group(1), line), int(m.group(2))
-            if sector_bytes not in (512, 4096, 520, 4160):
-                raise ParseError(f"{fct}: sector size {numbers.show(sector_bytes)} in {numbers.quote(line)}")
-            capacity = sectors * sector_bytes
-            sources["capacity_bytes"] = f"{TOOL} 'Format: {m.group(1)} sectors of {sector_bytes} bytes'"
-            continue
-        m = _TEMP.match(line)
-        if m:
-            # an impossible figure is withheld by evidence.contain, with its reason
-            celsius = _number(m.group(2), line)
-            high = _number(m.group(3), line) if m.group(3) else None
-            sensor = "controller" if m.group(1) == "Internal" else "board"
-            temps.append(Temperature(sensor, celsius, max_celsius=high))
-            sources[f"temperature_{sensor}"] = f"{TOOL} '{m.group(1)} temperature' degC"
-            continue
-        m = _VOLT.match(line)
-        if m:
-            rail = "internal" if m.group(1) == "Internal" else "auxiliary"
-            volts.append(Voltage(rail, _number(m.group(2), line),
-                                 _number(m.group(3), line) if m.group(3) else None))
-            continue
-        m = _RESERVE.match(line)
-        if m:
-            status = m.group(1).strip()
-            spare = round(_number(m.group(2), line) / 100, 6)  # out of 0..1: withheld by contain
-            spare_warn = _number(m.group(3), line) / 100 if m.group(3) else None
-            label = line.split(":")[0]
-            sources["spare_left_ratio"] = f"{TOOL} '{label}: Reserves: {m.group(2)}%'"
-            extra["reserve_status"] = status
-            if status.lower() == "healthy":
-                healthy = True
-                sources["smart_healthy"] = f"{TOOL} '{label}: {status}'"
-            else:
-                extra["smart_healthy_withheld"] = (
-                    f"{TOOL} '{label}: {status}': no public capture shows what this status means")
-            continue
-        m = _PBW.match(line)
-        if m:
-            rated = _number(m.group(1), line) * 1e15
-            left = _number(m.group(2), line)
-            life = round(left / 100, 6)  # out of 0..1: withheld by contain
-            sources["life_left_ratio"] = f"{TOOL} 'Rated PBW: {m.group(1)[:20]} PB, {m.group(2)[:20]}% remaining'"
-            if math.isfinite(rated) and 0 < rated <= _MAX_RATED_BYTES:
-                extra["rated_pbw_bytes"] = str(int(round(rated)))
-            continue
-        m = _VOLUME.match(line)
-        if m:
-            value = _integer(m.group(2), line)
-            if m.group(1) == "written":
-                nand_written = value
-                sources["nand_written_bytes"] = (
-                    f"{TOOL} 'Physical bytes written' (bytes; media-side: the rated PBW's % remaining "
-                    "is counted against it)")
-            else:
-                extra["physical_bytes_read"] = str(value)
-            continue
-        m = _PLP.match(line)
-        if m:
-            extra["powerloss_protection"] = m.group(1)
-            # A module's own line says "protected" while its capacitors hold (the adapter's
-            # "available" says only that the card has them): the one word taken as protection.
-            if m.group(1).lower() == "protected":
-                plp = True
-                sources["power_loss_protection"] = f"{TOOL} 'Powerloss protection: {m.group(1)}'"
-    if serial is None:
+        for pattern, take in _LINES:
+            m = pattern.match(line)
+            if m:
+                take(d, m, line)
+                break
+    if d.serial is None:
         raise ParseError(f"{fct}: no serial number (SN:) in its block")
-    rated_bytes = int(extra["rated_pbw_bytes"]) if "rated_pbw_bytes" in extra else None
-    if rated_bytes:
-        # the tool's "% remaining" counts physical (media-side) bytes against this rating
-        sources["rated_nand_written_bytes"] = f"{TOOL} 'Rated PBW' (media-side bytes)"
-    if nand_written is not None and life is not None and rated_bytes:
-        # The tool counts "% remaining" against these very bytes (see the module doc): a
-        # volume that does not give the printed share is in some other unit or domain.
-        implied = 1 - numbers.as_float(nand_written) / rated_bytes  # the volume may be beyond float range
-        if abs(implied - life) > 0.01:
-            extra["nand_written_bytes_withheld"] = (
-                f"{TOOL} 'Physical bytes written' {numbers.show(nand_written)} is {1 - implied:.2%} of the "
-                f"rated PBW, but the tool prints {life:.2%} remaining: not the volume the rating counts")
-            sources.pop("nand_written_bytes", None)
-            nand_written = None
+    rated_bytes = _checked_volume(d)
     if adapter:
-        name, pn, asn = adapter
+        name, _pn, asn = adapter
         if name:
-            extra["module_model"] = model or ""
-            model = name
-        if asn and asn != serial:
-            extra["adapter_serial"] = asn
-    if nand_written is not None:
-        extra["host_written_bytes_withheld"] = (
+            d.extra["module_model"] = d.model or ""
+            d.model = name
+        if asn and asn != d.serial:
+            d.extra["adapter_serial"] = asn
+    if d.nand_written is not None:
+        d.extra["host_written_bytes_withheld"] = (
             f"{TOOL} prints physical (media-side) volumes only; host writes come from /proc/diskstats")
     return DriveReading(
-        kind=KIND,
-        device=f"/dev/{fct}",
-        serial=serial,
-        model=model,
-        vendor="Fusion-io",
-        firmware=firmware,
-        driver_version=driver,
-        block_device=block,
-        is_ssd=True,
-        capacity_bytes=capacity,
-        physical_capacity_bytes=physical_capacity,
-        logical_sector_bytes=sector_bytes,
-        smart_healthy=healthy,
-        life_left_ratio=life,
-        spare_left_ratio=spare,
-        spare_threshold_ratio=spare_warn,
-        nand_written_bytes=nand_written,
-        rated_nand_written_bytes=rated_bytes,
-        power_loss_protection=plp,
-        temperatures=tuple(temps),
-        voltages=tuple(volts),
-        sources=sources,
-        extra=extra,
+        kind=KIND, device=f"/dev/{fct}", serial=d.serial, model=d.model, vendor="Fusion-io", firmware=d.firmware,
+        driver_version=driver, block_device=d.block, is_ssd=True, capacity_bytes=d.capacity,
+        physical_capacity_bytes=d.physical_capacity, logical_sector_bytes=d.sector_bytes,
+        smart_healthy=d.healthy, life_left_ratio=d.life, spare_left_ratio=d.spare, spare_threshold_ratio=d.spare_warn,
+        nand_written_bytes=d.nand_written, rated_nand_written_bytes=rated_bytes, power_loss_protection=d.plp,
+        temperatures=tuple(d.temps), voltages=tuple(d.volts), sources=d.sources, extra=d.extra,
     )
+
+
+def _checked_volume(d: _Module) -> Optional[int]:
+    """The rated bytes, and the physical volume withheld when it does not give the printed share."""
+    rated_bytes = int(d.extra["rated_pbw_bytes"]) if "rated_pbw_bytes" in d.extra else None
+    if rated_bytes:
+        # the tool's "% remaining" counts physical (media-side) bytes against this rating
+        d.sources["rated_nand_written_bytes"] = f"{TOOL} 'Rated PBW' (media-side bytes)"
+    if d.nand_written is not None and d.life is not None and rated_bytes:
+        # The tool counts "% remaining" against these very bytes (see the module doc): a
+        # volume that does not give the printed share is in some other unit or domain.
+        implied = 1 - numbers.as_float(d.nand_written) / rated_bytes  # the volume may be beyond float range
+        if abs(implied - d.life) > 0.01:
+            d.extra["nand_written_bytes_withheld"] = (
+                f"{TOOL} 'Physical bytes written' {numbers.show(d.nand_written)} is {1 - implied:.2%} of the "
+                f"rated PBW, but the tool prints {d.life:.2%} remaining: not the volume the rating counts")
+            d.sources.pop("nand_written_bytes", None)
+            d.nand_written = None
+    return rated_bytes
