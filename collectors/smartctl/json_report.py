@@ -30,6 +30,7 @@ from collectors import evidence, numbers
 from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from collectors.runner import ToolResult, run_tool
 from collectors.smartctl import ata, passthrough
+from collectors.smartctl import logs as smart_logs
 from collectors.smartctl import attributes as attrs
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
@@ -667,6 +668,20 @@ def _temperatures(d: _Draft) -> Tuple[Temperature, ...]:
 _READERS = {KIND_NVME: _nvme, KIND_ATA: _ata, KIND_SCSI: _scsi}
 
 
+def _logs(doc: Dict[str, Any], d: _Draft):
+    """The self-test and error logs (collectors/smartctl/logs.py), their words in ``extra``; a
+    self-test stamped past the power-on figure withholds that figure (the drive's second clock)."""
+    logs = smart_logs.read_logs(doc, d.kind, d.capacity, d.sector)
+    if logs is None:
+        return None
+    d.extra.update(smart_logs.summary(logs))
+    why = smart_logs.power_on_contradiction(logs, d.power_on_seconds)
+    if why is not None:
+        d.power_on_seconds = None
+        d.extra["power_on_seconds_withheld"] = f"{d.sources.pop('power_on_seconds', 'power-on time')}: {why}"
+    return logs
+
+
 @numbers.guarded("smartctl JSON")
 def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
     """One smartctl JSON document (or a dict in the same shape) as a :class:`DriveReading`.
@@ -683,6 +698,7 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
     dev_type = _pass_through_type(_lookup(doc, "device.type", "str"), _lookup(doc, "device.info_name", "str"))
     d = _draft(doc, kind)
     _READERS[kind](doc, d)
+    logs = _logs(doc, d)
     temperatures = _temperatures(d)
     reading = DriveReading(
         kind=kind,
@@ -705,6 +721,7 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
         temperatures=temperatures,
         power_on_seconds=d.power_on_seconds,
         power_cycles=d.power_cycles,
+        smart_logs=logs,
         tool_exit_status=exit_status,
         sources=d.sources,
         extra=d.extra,
