@@ -56,6 +56,14 @@ class SelfTest:
     failing_lba: Optional[int] = None
     hours_wrap: Optional[int] = None  # ATA_HOURS_WRAP for ATA stamps, None where they do not wrap
 
+    def hours_before(self, now_hours: int) -> Optional[int]:
+        """Power-on hours from this test to ``now_hours`` (:func:`hours_since`), None without a
+        stamp or when the stamp is after ``now_hours`` (a clock that contradicts itself)."""
+        if self.power_on_hours is None:
+            return None
+        since = hours_since(now_hours, self.power_on_hours, self.hours_wrap)
+        return since if since >= 0 else None
+
 
 @dataclass(frozen=True)
 class LoggedError:

@@ -893,12 +893,18 @@ class SmartctlProbe:
         if protocol == "ATA":
             # device statistics: page 1 has Logical Sectors Written/Read (the standard's own
             # host-write counters, preferred over vendor attributes), page 7 the Percentage
-            # Used Endurance Indicator. One GP log read; no self-test or error log walk.
-            argv.append("--log=devstat")
+            # Used Endurance Indicator. One GP log read. Then the SMART self-test log and the
+            # summary error log (issue 30): one 512-byte SMART READ LOG each (logs 06h, 01h), as
+            # smartd reads them every cycle to see a new failed test or error.
+            argv += ["--log=devstat", "--log=selftest", "--log=error"]
         elif protocol == "SCSI":
             # error counter log (bytes processed, uncorrected errors) and SSD media page
             argv += ["--log=error", "--log=ssd"]
-        # NVMe: the SMART/Health log comes with --attributes.
+        elif protocol == "NVMe":
+            # The SMART/Health log comes with --attributes; the self-test log (page 06h, read
+            # by smartctl 7.3 and later; older ones ignore it) and the newest entries of the
+            # error information log (page 01h, 16 x 64 bytes) beside it (issue 30).
+            argv += ["--log=selftest", "--log=error"]
         argv += [f"--nocheck=standby,{STANDBY_EXIT_STATUS}", "-d", dev_type, device]
         return argv
 
