@@ -30,8 +30,8 @@ from collectors import evidence, numbers
 from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from collectors.runner import ToolResult, run_tool
 from collectors.smartctl import ata, passthrough
-from collectors.smartctl import logs as smart_logs
 from collectors.smartctl import attributes as attrs
+from collectors.smartctl import logs as smart_logs
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
 # cannot happen otherwise: bit 0 (bad command line) makes smartctl stop before it opens the

@@ -332,7 +332,7 @@ def summary(logs: sl.SmartLogs) -> Dict[str, str]:
 _ST_HEADER = re.compile(r"^SMART (?:Extended )?Self-test [Ll]og")
 _ST_ROW = re.compile(
     r"^#\s*(?P<num>\d+)\s+(?P<desc>(?:Short|Extended|Conveyance|Selective|Offline|Vendor \(0x[0-9a-fA-F]+\)|"
-    r"Reserved \(0x[0-9a-fA-F]+\)|Abort\w*)(?: (?:off-?line|captive))?)\s+(?P<status>\S.*?)\s+"
+    r"Reserved \(0x[0-9a-fA-F]+\)|Abort offline test|Abort\w*)(?: (?:off-?line|captive))?)\s+(?P<status>\S.*?)\s+"
     r"(?P<remaining>\d{1,3})%\s+(?P<hours>\d+)(?:\s+(?P<lba>\S+))?\s*$")
 _ERR_COUNT = re.compile(r"^(?:ATA|Device) Error Count:\s+(?P<count>\d+)")
 _ERR_ENTRY = re.compile(r"^Error (?P<num>\d+)(?: \[\d+\])? (?:occurred )?at disk power-on lifetime: (?P<hours>\d+) hours")
@@ -340,12 +340,22 @@ _ERR_WORDS = re.compile(r"^\s+(?:[0-9a-f]{2} ){5,}[0-9a-f]{2}\s+(?P<words>Error:
 _ERR_CMD = re.compile(r"^\s+(?:[0-9a-f]{2} ){6,}[0-9a-f]{2}\s+[\d:.+ d]+?\s+(?P<cmd>[A-Z][A-Z0-9 /\[\]-]+)$")
 
 
+def _text_lba(word: str) -> Dict[str, int]:
+    """smartctl prints the failing LBA in decimal (6.x, 7.x) or hex (5.x: ``0x08702f11``), ``-``
+    for none."""
+    if word.isdigit():
+        return {"lba": int(word)}
+    if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", word):
+        return {"lba": int(word, 16)}
+    return {}
+
+
 def _text_self_tests(lines: List[str]) -> Optional[Dict[str, Any]]:
     """The first self-test log table in the text, in smartctl's JSON shape."""
     rows: List[Dict[str, Any]] = []
     seen = False
     for index, line in enumerate(lines):
-        if _ST_HEADER.match(line):
+        if _ST_HEADER.match(line) and "not supported" not in line:
             seen = True
             for row in lines[index + 1:]:
                 if row.startswith("Num") or not row.strip():
@@ -361,7 +371,7 @@ def _text_self_tests(lines: List[str]) -> Optional[Dict[str, Any]]:
                 rows.append({"type": {"string": match.group("desc")},
                              "status": {"string": match.group("status"), "remaining_percent": int(match.group("remaining"))},
                              "lifetime_hours": int(match.group("hours")),
-                             **({"lba": int(lba)} if lba.isdigit() else {})})
+                             **_text_lba(lba)})
             break
     if not seen:
         return None
