@@ -16,7 +16,14 @@ from agent.metrics import make_registry
 from collectors.model import Drive, Snapshot
 from collectors.smartctl import parse_smartctl_json, parse_smartctl_text_reading
 from tests.conftest import ROOT, read_fixture
-from tests.support.rules import PROMTOOL, RUNBOOK_BASE, _documented_metrics, _runbook_anchors, metric_names, needs_promtool
+from tests.support.rules import (
+    PROMTOOL,
+    RUNBOOK_BASE,
+    _documented_metrics,
+    _runbook_anchors,
+    metric_names,
+    needs_promtool,
+)
 
 RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-selftest-alerts.yml"
 ALERTS = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"] if "alert" in r}
