@@ -397,10 +397,29 @@ def _smart_logs(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
                   ids + [direction], count, ["direction"])
 
 
+def _ata_attributes(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """Every ATA attribute, opt in (``smartctl.all_attributes``, issue 30): at most 30 rows
+    (the SMART data table's size) x 4 families, and the failing-now flag of each row with a
+    threshold (a threshold of 0 never fails): at most 150 series a drive."""
+    for row in d.reading.ata_attributes:
+        labels = ids + [str(row.attr_id), row.name]
+        f.gauge("ssd_ata_attribute_value", "ATA SMART attribute normalised value (1..253, higher is better).",
+                labels, row.value, ["id", "name"])
+        f.gauge("ssd_ata_attribute_worst", "ATA SMART attribute worst normalised value the drive remembers.",
+                labels, row.worst, ["id", "name"])
+        f.gauge("ssd_ata_attribute_threshold", "ATA SMART attribute threshold: at or below it the attribute fails.",
+                labels, row.threshold, ["id", "name"])
+        f.gauge("ssd_ata_attribute_raw", "ATA SMART attribute raw value as smartctl decodes it (units vary by "
+                "attribute and vendor: see the name).", labels, row.raw, ["id", "name"])
+        if row.threshold:
+            f.gauge("ssd_ata_attribute_failing_now", "1: the attribute's value is at or below its threshold now "
+                    "(smartctl FAILING_NOW).", labels, _bool(row.failing_now), ["id", "name"])
+
+
 # The per-drive families, one function per part of the drive record, in the order they are
 # exported. A new family goes into the function of its part (or a new function listed here).
 DRIVE_SECTIONS: Tuple[Callable[[_DriveFamilies, Drive, List[str]], None], ...] = (
-    _identity, _health, _smart_logs, _write_cache, _holds, _endurance, _io, _poll_times,
+    _identity, _health, _smart_logs, _ata_attributes, _write_cache, _holds, _endurance, _io, _poll_times,
 )
 
 

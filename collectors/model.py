@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from collectors.smart_logs import SmartLogs
+from collectors.smart_logs import AttributeRow, SmartLogs
 
 # Drive kinds. "shannon" is a Shannon Direct-IO PCIe card read through shannon-status,
 # "fusionio" a Fusion-io / SanDisk ioMemory module read through fio-status, "plugin" a drive
@@ -128,6 +128,8 @@ class DriveReading:
 
     # the drive's self-test and error logs (collectors/smart_logs.py; smartctl's, issue 30)
     smart_logs: Optional[SmartLogs] = None
+    # every ATA SMART attribute, named by the drive database; only with smartctl.all_attributes
+    ata_attributes: Tuple[AttributeRow, ...] = ()
 
     # raw tool status, e.g. smartctl exit bitmask
     tool_exit_status: Optional[int] = None

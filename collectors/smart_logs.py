@@ -107,6 +107,31 @@ class SmartLogs:
                     or self.uncorrected or self.withheld)
 
 
+# ATA SMART attribute table (ATA/ATAPI-8 and earlier: SMART READ DATA, 30 entries of 12 bytes).
+MAX_ATTRIBUTES = 30
+ATTRIBUTE_BYTE = 255  # the normalised value, worst value and threshold are one byte each
+# The raw field is 6 bytes, but smartctl decodes some attributes with the reserved byte and the
+# value byte too (drivedb formats raw56, raw64, hex64: Seagate's 188 and 240): its raw.value is
+# an unsigned 64-bit integer.
+ATTRIBUTE_RAW_MAX = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class AttributeRow:
+    """One ATA SMART attribute as the drive gives it, named by smartmontools' drive database
+    (issue 30, ``smartctl.all_attributes``): the normalised value, its worst, the drive's
+    threshold and the raw field as smartctl decodes it. ``failing_now``: the value is at or below
+    a non-zero threshold (smartctl's WHEN_FAILED "now", FAILING_NOW)."""
+
+    attr_id: int
+    name: str
+    value: Optional[int] = None
+    worst: Optional[int] = None
+    threshold: Optional[int] = None
+    raw: Optional[int] = None
+    failing_now: bool = False
+
+
 def hours_since(now_hours: int, stamp: int, wrap: Optional[int]) -> int:
     """Power-on hours from ``stamp`` to ``now_hours``; with ``wrap``, ``stamp`` is the hour
     modulo ``wrap`` (ATA), so the answer is the distance back to the latest hour with that

@@ -528,6 +528,12 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     """ATA attributes named by the drive database, and device statistics: the evidence rules
     live in :mod:`collectors.smartctl.ata`."""
     vocab = ata.vocabulary(_attributes(doc), doc)
+    # Every row under the database's names, for smartctl.all_attributes (the source drops them
+    # when that is off: collectors/smartctl/source.py interpret).
+    rows, left_out = smart_logs.attribute_rows(doc, {a.attr_id: a.name for a in vocab.attributes})
+    d.fields["ata_attributes"] = rows
+    if left_out:
+        d.extra["ata_attributes_withheld"] = "; ".join(left_out)
     findings = attrs.interpret_attributes(vocab.attributes, vocab.family, d.model, d.sector,
                                           require_vouched=d.is_ssd is not False)
     devstat = _device_statistics(doc)

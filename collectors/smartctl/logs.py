@@ -415,3 +415,44 @@ def text_sections(lines: List[str]) -> Dict[str, Any]:
     if errors is not None:
         out["ata_smart_error_log"] = errors
     return out
+
+
+# ------------------------------------------------------------------ every attribute (opt in)
+
+def attribute_rows(doc: Dict[str, Any], names: Dict[int, str]) -> Tuple[Tuple[sl.AttributeRow, ...], List[str]]:
+    """Every row of ``ata_smart_attributes.table`` with the drive database's name (``names``: id
+    -> name, the vocabulary the normaliser uses; smartctl's printed name where it has none), and
+    what was left out: a value, worst or threshold outside one byte, a raw value beyond 64 bits, a
+    second row with the same id (two series with one label set), rows past the table's 30 entries."""
+    table = _list(_obj(doc.get("ata_smart_attributes"), "ata_smart_attributes").get("table"),
+                  "ata_smart_attributes.table")
+    rows: List[sl.AttributeRow] = []
+    left_out: List[str] = []
+    seen = set()
+    for index, row in enumerate(table):
+        where = f"ata_smart_attributes.table[{index}]"
+        row = _obj(row, where)
+        attr_id = _int(row.get("id"), f"{where}.id")
+        why = ("no id" if attr_id is None else f"id {attr_id} is outside 1..255" if not 1 <= attr_id <= 255
+               else f"id {attr_id} again (the first row is kept)" if attr_id in seen
+               else "past the table's 30 rows" if len(rows) >= sl.MAX_ATTRIBUTES else None)
+        if why:
+            left_out.append(f"{where}: {why}")
+            continue
+        seen.add(attr_id)
+        values = {}
+        for key, column in (("value", "value"), ("worst", "worst"), ("threshold", "thresh")):
+            number = _int(row.get(column), f"{where}.{column}")
+            if number is not None and not 0 <= number <= sl.ATTRIBUTE_BYTE:
+                left_out.append(f"{where}.{column} {number} is not one byte")
+                number = None
+            values[key] = number
+        raw = _int(_obj(row.get("raw"), f"{where}.raw").get("value"), f"{where}.raw.value")
+        if raw is not None and not 0 <= raw <= sl.ATTRIBUTE_RAW_MAX:
+            left_out.append(f"{where}.raw.value {raw} is beyond smartctl's 64-bit raw value")
+            raw = None
+        threshold, value = values["threshold"], values["value"]
+        failing = bool(threshold and value is not None and value <= threshold)
+        name = names.get(attr_id) or _str(row.get("name"), f"{where}.name")
+        rows.append(sl.AttributeRow(attr_id=attr_id, name=name, raw=raw, failing_now=failing, **values))
+    return tuple(rows), left_out
