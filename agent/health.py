@@ -302,3 +302,30 @@ def flush_unprotected(flush_ignored: Optional[bool], power_loss_protection: Opti
     """The kernel sends no FLUSH while the drive caches writes (agent/durability.py), and the
     drive is not known to have power-loss protection: a drive with it may run so."""
     return bool(flush_ignored) and power_loss_protection is not True
+
+
+# -- self-tests (SSDSelfTestFailed, deploy/prometheus/ssdfleet-selftest-alerts.yml) -----------
+
+# collectors.smart_logs.FAILED: the result of a self-test that found a fault (read, electrical,
+# servo, handling damage, a failed NVMe segment, a fatal error). Aborted and interrupted tests
+# found nothing: they are not failures.
+SELFTEST_FAILED = "failed"
+
+
+def selftest_failed(logs) -> Optional[bool]:
+    """Whether the drive's newest finished self-test failed (the page, as smartd mails it);
+    None when the drive's log holds no finished test. ``logs``: DriveReading.smart_logs."""
+    last = None if logs is None else logs.last_test
+    if last is None:
+        return None
+    return last.result == SELFTEST_FAILED
+
+
+def selftest_reason(logs) -> Optional[str]:
+    """The failed last self-test in words, for the drive's reasons; None when it did not fail."""
+    if not selftest_failed(logs):
+        return None
+    last = logs.last_test
+    at = f" at power-on hour {last.power_on_hours:,}" if last.power_on_hours is not None else ""
+    lba = f", first failing LBA {last.failing_lba}" if last.failing_lba is not None else ""
+    return f"last self-test failed: {last.description or 'self-test'}{at}: {last.status}{lba}"

@@ -366,10 +366,60 @@ def _poll_times(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
                     ids + [collector], d.last_poll[collector], ["collector"])
 
 
+def _smart_logs(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """The drive's self-test and error logs (issue 30, collectors/smart_logs.py). The age of the
+    last test is in the drive's power-on time (its own clock), not wall time; ATA stamps are
+    16-bit and are counted back modulo 65,536 hours (smart_logs.hours_since)."""
+    logs = d.reading.smart_logs
+    if logs is None:
+        return
+    last = logs.last_test
+    if last is not None:
+        f.gauge("ssd_selftest_last_result", "The newest finished self-test in the drive's log, by type and result "
+                "(passed, failed, aborted, interrupted, unknown): one series, value 1.",
+                ids + [last.kind, last.result], 1, ["type", "result"])
+        f.gauge("ssd_selftest_last_failed", "1: the newest finished self-test found a fault; 0: it did not.",
+                ids, _bool(health.selftest_failed(logs)))
+        power_on = d.reading.power_on_seconds
+        since = None if power_on is None else last.hours_before(int(power_on) // 3600)
+        f.gauge("ssd_selftest_last_age_seconds", "Power-on time since the newest finished self-test (the "
+                "drive's clock, whole hours), absent when the power-on time is withheld.", ids,
+                None if since is None else since * 3600)
+    if logs.self_tests:
+        f.gauge("ssd_selftest_failed_entries", "Self-tests in the drive's log (its newest 20-21) that found a fault.",
+                ids, logs.failed_tests)
+        f.gauge("ssd_selftest_running", "1: a self-test is running on the drive now.", ids,
+                _bool(logs.self_test_running is not None))
+    f.counter("ssd_error_log_entries", "Errors the drive has logged in its lifetime (ATA SMART error log count, "
+              "NVMe Number of Error Information Log Entries).", ids, logs.error_count)
+    for direction, count in logs.uncorrected:
+        f.counter("ssd_scsi_uncorrected_errors", "SCSI error counter log: total uncorrected errors, by direction.",
+                  ids + [direction], count, ["direction"])
+
+
+def _ata_attributes(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
+    """Every ATA attribute, opt in (``smartctl.all_attributes``, issue 30): at most 30 rows
+    (the SMART data table's size) x 4 families, and the failing-now flag of each row with a
+    threshold (a threshold of 0 never fails): at most 150 series a drive."""
+    for row in d.reading.ata_attributes:
+        labels = ids + [str(row.attr_id), row.name]
+        f.gauge("ssd_ata_attribute_value", "ATA SMART attribute normalised value (1..253, higher is better).",
+                labels, row.value, ["id", "name"])
+        f.gauge("ssd_ata_attribute_worst", "ATA SMART attribute worst normalised value the drive remembers.",
+                labels, row.worst, ["id", "name"])
+        f.gauge("ssd_ata_attribute_threshold", "ATA SMART attribute threshold: at or below it the attribute fails.",
+                labels, row.threshold, ["id", "name"])
+        f.gauge("ssd_ata_attribute_raw", "ATA SMART attribute raw value as smartctl decodes it (units vary by "
+                "attribute and vendor: see the name).", labels, row.raw, ["id", "name"])
+        if row.threshold:
+            f.gauge("ssd_ata_attribute_failing_now", "1: the attribute's value is at or below its threshold now "
+                    "(smartctl FAILING_NOW).", labels, _bool(row.failing_now), ["id", "name"])
+
+
 # The per-drive families, one function per part of the drive record, in the order they are
 # exported. A new family goes into the function of its part (or a new function listed here).
 DRIVE_SECTIONS: Tuple[Callable[[_DriveFamilies, Drive, List[str]], None], ...] = (
-    _identity, _health, _write_cache, _holds, _endurance, _io, _poll_times,
+    _identity, _health, _smart_logs, _ata_attributes, _write_cache, _holds, _endurance, _io, _poll_times,
 )
 
 

@@ -52,6 +52,7 @@ _REASON_CLASSES = (
     ("unit unknown on this model (table)", r"unit unknown on this model"),
     ("counter pair impossible (NVMe)", r"fewer than host_"),
     ("saturated counter", r"16-bit counter"),
+    ("contradicted by the self-test log", r"the self-test log holds"),
     ("no source on the drive", r"no life figure|no volume counter"),
 )
 

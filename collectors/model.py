@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from collectors.smart_logs import AttributeRow, SmartLogs
+
 # Drive kinds. "shannon" is a Shannon Direct-IO PCIe card read through shannon-status,
 # "fusionio" a Fusion-io / SanDisk ioMemory module read through fio-status, "plugin" a drive
 # an operator's plug-in command reports (docs/plugins.md).
@@ -123,6 +125,11 @@ class DriveReading:
     power_on_seconds: Optional[int] = None
     power_cycles: Optional[int] = None
     power_state: Optional[str] = None  # active, standby (a probe skipped a sleeping drive)
+
+    # the drive's self-test and error logs (collectors/smart_logs.py; smartctl's, issue 30)
+    smart_logs: Optional[SmartLogs] = None
+    # every ATA SMART attribute, named by the drive database; only with smartctl.all_attributes
+    ata_attributes: Tuple[AttributeRow, ...] = ()
 
     # raw tool status, e.g. smartctl exit bitmask
     tool_exit_status: Optional[int] = None

@@ -17,7 +17,9 @@ from collectors.model import (
     DEFAULT_DEFECT_BOUND,
     DEFECT_BOUNDS,
     FIGURE_BOUNDS,
+    MAX_EVENTS,
     MAX_EVENTS_PER_SECOND,
+    MAX_POWER_ON_SECONDS,
     Bound,
     DriveReading,
 )
@@ -28,9 +30,21 @@ FLAGS = frozenset({
     "ssd_write_reduced", "ssd_standby", "ssd_write_cache_state", "ssd_write_cache_enabled",
     "ssd_write_cache_expected_enabled", "ssd_write_cache_mismatch", "ssd_write_cache_flush_ignored",
     "ssd_power_loss_protection", "ssd_drive_holds_info", "ssd_drive_serial_shared",
+    "ssd_selftest_last_result", "ssd_selftest_last_failed", "ssd_selftest_running",
+    "ssd_ata_attribute_failing_now",
 })
 # Per-drive families whose bound is not a field of the model: the age of the data at the scrape.
-OTHER_DRIVE_FAMILIES = {"ssd_data_age_seconds": (0.0, 2.0**33)}
+OTHER_DRIVE_FAMILIES = {"ssd_data_age_seconds": (0.0, 2.0**33),
+                        # issue 30, collectors/smart_logs.py: a stamp within the power-on time; at most
+                        # the 21 entries of an ATA log; error counts as the defect events' bound
+                        "ssd_selftest_last_age_seconds": (0.0, MAX_POWER_ON_SECONDS),
+                        "ssd_selftest_failed_entries": (0.0, 21.0),
+                        "ssd_error_log_entries_total": (0.0, float(MAX_EVENTS)),
+                        "ssd_scsi_uncorrected_errors_total": (0.0, float(MAX_EVENTS)),
+                        # opt in (smartctl.all_attributes): one byte each, smartctl's raw value 64 bits
+                        "ssd_ata_attribute_value": (0.0, 255.0), "ssd_ata_attribute_worst": (0.0, 255.0),
+                        "ssd_ata_attribute_threshold": (0.0, 255.0),
+                        "ssd_ata_attribute_raw": (0.0, float(2**64 - 1))}
 _VOLUME_WRITES = 100_000  # evidence.MAX_DRIVE_WRITES: full-capacity writes in a drive's life
 
 

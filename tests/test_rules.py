@@ -117,7 +117,7 @@ def test_promtool_check_config_is_clean(tmp_path):
     shutil.copytree(PROM_DIR, copy)
     result = _promtool("check", "config", str(copy / "prometheus.yml"), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 rule files found" in result.stdout + result.stderr  # recording, alerts, controller alerts
+    assert "4 rule files found" in result.stdout + result.stderr  # recording, alerts, controller, self-test alerts
 
 
 @needs_promtool
@@ -392,7 +392,8 @@ def test_every_recording_rule_is_checked_in_a_unit_test():
 def test_unit_tests_load_the_shipped_rule_files():
     for path, doc in zip(UNIT_TESTS, _unit_test_docs()):
         files = {(path.parent / f).resolve() for f in doc["rule_files"]}
-        assert files & {ALERTS.resolve(), RECORDING.resolve(), (PROM_DIR / "ssdfleet-controller-alerts.yml").resolve()}, \
+        assert files & {ALERTS.resolve(), RECORDING.resolve(), (PROM_DIR / "ssdfleet-controller-alerts.yml").resolve(),
+                        (PROM_DIR / "ssdfleet-selftest-alerts.yml").resolve()}, \
             path.name
 
 

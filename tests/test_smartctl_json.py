@@ -524,7 +524,7 @@ def test_probe_argv_ata() -> None:
     SmartctlProbe("/usr/sbin/smartctl", runner=runner, timeout=12.0).read("/dev/sda", "sat")
     assert runner.calls == [{
         "argv": ["/usr/sbin/smartctl", "--json=c", "--info", "--health", "--attributes",
-                 "--log=devstat", "--nocheck=standby,3", "-d", "sat", "/dev/sda"],
+                 "--log=devstat", "--log=selftest", "--log=error", "--nocheck=standby,3", "-d", "sat", "/dev/sda"],
         "timeout": 12.0,
     }]
 
@@ -537,7 +537,7 @@ def test_probe_argv_nvme_scsi_megaraid() -> None:
     probe.read("/dev/bus/0", "sat+megaraid,3")
     argvs = [c["argv"] for c in runner.calls]
     assert argvs[0] == ["smartctl", "--json=c", "--info", "--health", "--attributes",
-                        "--nocheck=standby,3", "-d", "nvme", "/dev/nvme0"]
+                        "--log=selftest", "--log=error", "--nocheck=standby,3", "-d", "nvme", "/dev/nvme0"]
     assert argvs[1][5:7] == ["--log=error", "--log=ssd"] and argvs[1][-3:] == ["-d", "scsi", "/dev/sdb"]
     assert argvs[2][-3:] == ["-d", "sat+megaraid,3", "/dev/bus/0"] and "--log=devstat" in argvs[2]
     assert all(isinstance(a, str) for argv in argvs for a in argv)

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from collectors import evidence
 from collectors.model import LIFE_LEFT_SPREAD_MARGIN
 from collectors.smartctl import attributes as attrs
-from collectors.smartctl import drivedb
+from collectors.smartctl import drivedb, logs
 
 _DEVSTAT_ALL_ONES = (1 << 48) - 1
 _DEVSTAT_WRAP = 1 << 32
@@ -606,13 +606,16 @@ DEVSTAT_POWER_ON_SOURCE = "ata devstat Power-on Hours"
 
 def power_on_seconds(
     figures: AtaFigures, doc: Dict[str, Any], vocab: Vocabulary, devstat: Dict[str, int], sector: int = 512,
+    stamp_hours: Optional[int] = None,
 ) -> Optional[int]:
     """Power-on time: device statistics first, then attribute 9 in the unit the database gives.
 
     Each must be a possible time (:func:`evidence.power_on_problem`). When both are and they
     disagree (WD/SanDisk firmware keeps devstat at 0, or 8-50 times below attribute 9), the
     drive's own record decides: a counter below the least time the drive must have been on
-    (:func:`_least_power_on`) is refuted; if both still stand, the time is withheld."""
+    (:func:`_least_power_on`), or below the newest self-test's power-on stamp (``stamp_hours``,
+    with the slack collectors/smartctl/logs.py allows), is refuted; if both still stand, the
+    time is withheld."""
     candidates: List[Tuple[int, str]] = []
     hours = devstat.get("Power-on Hours")
     if hours is not None:
@@ -632,8 +635,9 @@ def power_on_seconds(
             rejected.append(f"{source}: {problem}")
     if len(sound) == 2 and not _agree(sound[0][0], sound[1][0]):
         least, why = _least_power_on(devstat, sector)
-        kept = [(s, src) for s, src in sound if s >= least]
-        rejected += [f"{src}: {s / 3600:,.0f} hours, less than {why}" for s, src in sound if s < least]
+        refuted = {src: _below(s, least, why, stamp_hours) for s, src in sound}
+        kept = [(s, src) for s, src in sound if refuted[src] is None]
+        rejected += [f"{src}: {s / 3600:,.0f} hours, {refuted[src]}" for s, src in sound if refuted[src]]
         if len(kept) != 1:
             said = " and ".join(f"{src} says {s / 3600:,.0f} hours" for s, src in sound)
             figures.extra["power_on_seconds_withheld"] = f"{said}; nothing on the drive tells which is right" if kept \
@@ -648,6 +652,16 @@ def power_on_seconds(
         return seconds
     if rejected:
         figures.extra["power_on_seconds_withheld"] = "; ".join(rejected)
+    return None
+
+
+def _below(seconds: int, least: int, why: str, stamp_hours: Optional[int]) -> Optional[str]:
+    """Why a power-on figure is less than the drive's own record proves, or None."""
+    if seconds < least:
+        return f"less than {why}"
+    hours = seconds // 3600
+    if stamp_hours is not None and stamp_hours > hours + max(logs.CONTRADICTION_HOURS, hours * logs.CONTRADICTION_SHARE):
+        return f"below the self-test log's stamp at power-on hour {stamp_hours:,}"
     return None
 
 

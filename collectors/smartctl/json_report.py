@@ -31,6 +31,7 @@ from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, Parse
 from collectors.runner import ToolResult, run_tool
 from collectors.smartctl import ata, passthrough
 from collectors.smartctl import attributes as attrs
+from collectors.smartctl import logs as smart_logs
 
 # Exit status asked for with "-n standby,3" when smartctl skips a sleeping drive. Status 3
 # cannot happen otherwise: bit 0 (bad command line) makes smartctl stop before it opens the
@@ -408,6 +409,7 @@ class _Draft:
     extra: Dict[str, str] = field(default_factory=dict)
     defects: Dict[str, int] = field(default_factory=dict)
     sensors: List[Temperature] = field(default_factory=list)
+    stamp_hours: Optional[int] = None  # the newest self-test's power-on stamp (logs.newest_stamp)
 
 
 def _draft(doc: Dict[str, Any], kind: str) -> _Draft:
@@ -527,6 +529,12 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     """ATA attributes named by the drive database, and device statistics: the evidence rules
     live in :mod:`collectors.smartctl.ata`."""
     vocab = ata.vocabulary(_attributes(doc), doc)
+    # Every row under the database's names, for smartctl.all_attributes (the source drops them
+    # when that is off: collectors/smartctl/source.py interpret).
+    rows, left_out = smart_logs.attribute_rows(doc, {a.attr_id: a.name for a in vocab.attributes})
+    d.fields["ata_attributes"] = rows
+    if left_out:
+        d.extra["ata_attributes_withheld"] = "; ".join(left_out)
     findings = attrs.interpret_attributes(vocab.attributes, vocab.family, d.model, d.sector,
                                           require_vouched=d.is_ssd is not False)
     devstat = _device_statistics(doc)
@@ -534,7 +542,7 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
     if vocab.entry is not None:
         d.extra["drivedb_family"] = vocab.entry.family
     d.extra["drivedb"] = vocab.database.label
-    d.power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat, d.sector or 512)
+    d.power_on_seconds = ata.power_on_seconds(figures, doc, vocab, devstat, d.sector or 512, d.stamp_hours)
     # Host bytes: the ATA Device Statistics counters are in logical sectors by the standard,
     # so they win over vendor attributes, whose units vary; the attribute is the fallback.
     for field_name, meaning, counter, commands in (
@@ -667,6 +675,19 @@ def _temperatures(d: _Draft) -> Tuple[Temperature, ...]:
 _READERS = {KIND_NVME: _nvme, KIND_ATA: _ata, KIND_SCSI: _scsi}
 
 
+def _logs(doc: Dict[str, Any], d: _Draft, logs):
+    """The self-test and error logs (collectors/smartctl/logs.py), their words in ``extra``; a
+    self-test stamped past the power-on figure withholds that figure (the drive's second clock)."""
+    if logs is None:
+        return None
+    d.extra.update(smart_logs.summary(logs))
+    why = smart_logs.power_on_contradiction(logs, d.power_on_seconds)
+    if why is not None:
+        d.power_on_seconds = None
+        d.extra["power_on_seconds_withheld"] = f"{d.sources.pop('power_on_seconds', 'power-on time')}: {why}"
+    return logs
+
+
 @numbers.guarded("smartctl JSON")
 def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> DriveReading:
     """One smartctl JSON document (or a dict in the same shape) as a :class:`DriveReading`.
@@ -682,7 +703,11 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
     dev_name = device or _lookup(doc, "device.name", "str") or "unknown"
     dev_type = _pass_through_type(_lookup(doc, "device.type", "str"), _lookup(doc, "device.info_name", "str"))
     d = _draft(doc, kind)
+    # read first: a self-test's power-on stamp decides between two power-on counters (ata.py)
+    logs = smart_logs.read_logs(doc, d.kind, d.capacity, d.sector)
+    d.stamp_hours = smart_logs.newest_stamp(logs)
     _READERS[kind](doc, d)
+    logs = _logs(doc, d, logs)
     temperatures = _temperatures(d)
     reading = DriveReading(
         kind=kind,
@@ -705,6 +730,7 @@ def normalise_smartctl(doc: Dict[str, Any], device: Optional[str] = None) -> Dri
         temperatures=temperatures,
         power_on_seconds=d.power_on_seconds,
         power_cycles=d.power_cycles,
+        smart_logs=logs,
         tool_exit_status=exit_status,
         sources=d.sources,
         extra=d.extra,
@@ -876,12 +902,18 @@ class SmartctlProbe:
         if protocol == "ATA":
             # device statistics: page 1 has Logical Sectors Written/Read (the standard's own
             # host-write counters, preferred over vendor attributes), page 7 the Percentage
-            # Used Endurance Indicator. One GP log read; no self-test or error log walk.
-            argv.append("--log=devstat")
+            # Used Endurance Indicator. One GP log read. Then the SMART self-test log and the
+            # summary error log (issue 30): one 512-byte SMART READ LOG each (logs 06h, 01h), as
+            # smartd reads them every cycle to see a new failed test or error.
+            argv += ["--log=devstat", "--log=selftest", "--log=error"]
         elif protocol == "SCSI":
             # error counter log (bytes processed, uncorrected errors) and SSD media page
             argv += ["--log=error", "--log=ssd"]
-        # NVMe: the SMART/Health log comes with --attributes.
+        elif protocol == "NVMe":
+            # The SMART/Health log comes with --attributes; the self-test log (page 06h, read
+            # by smartctl 7.3 and later; older ones ignore it) and the newest entries of the
+            # error information log (page 01h, 16 x 64 bytes) beside it (issue 30).
+            argv += ["--log=selftest", "--log=error"]
         argv += [f"--nocheck=standby,{STANDBY_EXIT_STATUS}", "-d", dev_type, device]
         return argv
 

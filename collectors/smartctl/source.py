@@ -114,13 +114,17 @@ class SmartctlSettings(BaseModel):
     drive. (Until issue 27 these were the top-level ``smartctl_devices``, ``smartctl_drivedb``
     and ``smartctl_standby_max_skips``; those are still read for one release, with a warning.)
     A device listed without a type that smartctl cannot type ("Unable to detect device type")
-    is read once more with ``-d sat`` (SmartctlSource._try_sat)."""
+    is read once more with ``-d sat`` (SmartctlSource._try_sat). ``all_attributes``: export every
+    ATA attribute's value, worst, threshold and raw value (docs/metrics.md says what it costs)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     devices: List[str] = []
     drivedb: str = "auto"
     standby_max_skips: int = Field(STANDBY_MAX_SKIPS, ge=0)
+    # Issue 30: export every ATA attribute (ssd_ata_attribute_{value,worst,threshold,raw} and
+    # ssd_ata_attribute_failing_now), named by the drive database. Off: up to 150 series a drive.
+    all_attributes: bool = False
 
 
 def choose_drive_database(setting: str) -> drivedb.DriveDatabase:
@@ -359,7 +363,7 @@ class SmartctlSource(Source):
         result = self._call(asked, use_json, wake)
         if isinstance(result, tuple):
             return result
-        outcome = interpret(result, asked, use_json, self.database)
+        outcome = interpret(result, asked, use_json, self.database, self.settings.all_attributes)
         if fallback is None and not target.dev_type and outcome[0] != "ok" and _undetected(result):
             return self._try_sat(target, use_json, wake, outcome)
         return _fallback_noted(outcome) if fallback else outcome
@@ -382,7 +386,7 @@ class SmartctlSource(Source):
         result = self._call(sat, use_json, wake)
         if isinstance(result, tuple):
             return first  # busy or quarantined: try again next cycle
-        outcome = interpret(result, sat, use_json, self.database)
+        outcome = interpret(result, sat, use_json, self.database, self.settings.all_attributes)
         worked = outcome[0] == "ok"
         with self._lock:
             self._sat_fallback[target.key] = worked
@@ -412,10 +416,11 @@ def _undetected(result) -> bool:
 
 
 def interpret(result, target: SmartTarget, use_json: bool,
-              database: Optional[drivedb.DriveDatabase] = None) -> Tuple[str, object]:
+              database: Optional[drivedb.DriveDatabase] = None, all_attributes: bool = False) -> Tuple[str, object]:
     """One finished smartctl call as (outcome, reading or reason); pure. Outcomes: ok, error,
     standby, gone, nodata. ``database``: the drive database to name ATA attributes by (the
-    source's; the bundled one when None)."""
+    source's; the bundled one when None). ``all_attributes``: keep every ATA attribute row
+    (``smartctl.all_attributes``); without it the reading carries none."""
     if result.error:
         return "error", result.describe()
     if smartctl.is_standby(result):
@@ -442,6 +447,9 @@ def interpret(result, target: SmartTarget, use_json: bool,
     except ParseError as exc:
         return "error", f"unreadable output ({result.describe()}): {exc}"
     block = None if ":" in target.label else target.label
+    if not all_attributes:
+        extra = {k: v for k, v in reading.extra.items() if k != "ata_attributes_withheld"}
+        reading = reading.replace(ata_attributes=(), extra=extra)
     return "ok", reading.replace(
         block_device=block,
         # Through a controller the -d type asked for names the disk (megaraid,3); smartctl's

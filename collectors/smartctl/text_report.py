@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from collectors import numbers
 from collectors.model import DriveReading, ParseError
+from collectors.smartctl import logs as smart_logs
 from collectors.smartctl.json_report import NoSmartData, normalise_smartctl
 
 __all__ = [
@@ -665,6 +666,7 @@ def parse_smartctl_text(text: str, device: Optional[str] = None) -> Dict[str, An
         raise _no_smart_data("empty smartctl output")
     parser = _TextParser(_lines(text))
     doc = parser.run()
+    doc.update(smart_logs.text_sections(_lines(text)))  # self-test and error logs (issue 30)
     if device:
         doc["device"]["name"] = device
         doc["device"].setdefault("info_name", device)

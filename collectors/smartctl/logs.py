@@ -1,0 +1,469 @@
+"""smartctl's view of a drive's logs (issue 30): self-test logs, error logs, SCSI error counters.
+
+Pure functions. :func:`read_logs` takes smartctl's JSON document (``--json=c`` with
+``--log=selftest --log=error``; smartmontools 7.3 and later give NVMe's self-test log too)::
+
+    "ata_smart_self_test_log": {"standard": {"revision": 1, "table": [
+        {"type": {"value": 1, "string": "Short offline"},
+         "status": {"value": 121, "string": "Completed: read failure",
+                    "remaining_percent": 90, "passed": false},
+         "lifetime_hours": 16402, "lba": 494591083}]}},
+    "ata_smart_error_log": {"summary": {"revision": 1, "count": 84, "table": [
+        {"error_number": 84, "lifetime_hours": 16402,
+         "error_description": "Error: UNC 8 sectors at LBA = 0x0042ea00 = 4385280",
+         "previous_commands": [{"command_name": "READ DMA EXT"}, ...]}]}},
+    "nvme_self_test_log": {"current_self_test_operation": {"value": 0, "string": "No self-test in progress"},
+        "table": [{"self_test_code": {"value": 1, "string": "Short"},
+                   "self_test_result": {"value": 0, "string": "Completed without error"},
+                   "power_on_hours": 2100}]}
+
+and the text parser of smartmontools 5.x/6.x output feeds it the same shape from the printed
+tables (:func:`text_sections`). Each figure is checked against what the standard allows and
+against the drive (an LBA past the drive's last sector, a stamp past 20 years); one that cannot
+be true is left out and named in ``SmartLogs.withheld``. :func:`power_on_contradiction` uses the
+self-test stamps as a second clock against the drive's power-on time.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from collectors import smart_logs as sl
+from collectors.model import MAX_EVENTS, MAX_POWER_ON_SECONDS, ParseError
+
+# ATA self-test execution status, high nibble (ACS-3 table "Self-test execution status values").
+_ATA_RESULTS = {0: sl.PASSED, 1: sl.ABORTED, 2: sl.INTERRUPTED, 3: sl.FAILED, 4: sl.FAILED, 5: sl.FAILED,
+                6: sl.FAILED, 7: sl.FAILED, 8: sl.FAILED, 15: sl.IN_PROGRESS}
+# The same as smartctl prints it (ataprint.cpp), for the text output and JSON without a value.
+_ATA_STATUS_WORDS = (("completed without error", sl.PASSED), ("aborted by host", sl.ABORTED),
+                     ("interrupted", sl.INTERRUPTED), ("fatal or unknown error", sl.FAILED),
+                     ("completed:", sl.FAILED), ("in progress", sl.IN_PROGRESS),
+                     ("completed", sl.PASSED))  # smartctl 5.x's word for status 0
+# NVMe Device Self-test Result, bits 3:0 (NVMe base spec 2.0, "Self-test Result Data Structure");
+# 0xF marks an unused entry.
+_NVME_RESULTS = {0: sl.PASSED, 1: sl.ABORTED, 2: sl.ABORTED, 3: sl.ABORTED, 4: sl.ABORTED, 5: sl.FAILED,
+                 6: sl.FAILED, 7: sl.FAILED, 8: sl.ABORTED, 9: sl.ABORTED}
+_NVME_UNUSED = 0xF
+# A failing LBA with every bit of its field set is firmware's "no LBA" (ATA summary logs are 28 bits).
+_LBA_SENTINEL_BITS = (28, 32, 48, 64)
+MAX_POWER_ON_HOURS = int(MAX_POWER_ON_SECONDS // 3600)
+# A self-test stamp this far past the power-on figure refutes it (see power_on_contradiction).
+CONTRADICTION_HOURS = 24
+CONTRADICTION_SHARE = 0.10
+
+
+def _kind(description: str) -> str:
+    word = description.strip().lower()
+    for kind in ("short", "extended", "conveyance", "selective", "vendor"):
+        if word.startswith(kind):
+            return kind
+    if word.startswith("offline"):
+        return "offline"
+    return "unknown"
+
+
+def _int(value: Any, where: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected an integer")
+    return value
+
+
+def _obj(value: Any, where: str) -> Dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected an object")
+    return value
+
+
+def _list(value: Any, where: str) -> List[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected a list")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected a string")
+    return value
+
+
+class _Checks:
+    """The drive's limits the logs' figures are checked against, and what was withheld."""
+
+    def __init__(self, capacity: Optional[int], sector: Optional[int]) -> None:
+        self.last_lba = capacity // (sector or 512) - 1 if capacity else None
+        self.withheld: List[str] = []
+
+    def lba(self, value: Optional[int], where: str) -> Optional[int]:
+        if value is None:
+            return None
+        if value < 0 or value > sl.MAX_LBA:
+            self.withheld.append(f"{where} {value} is no LBA (0..2**64 - 1)")
+            return None
+        if any(value == (1 << bits) - 1 for bits in _LBA_SENTINEL_BITS):
+            return None  # all ones: the drive gives no LBA
+        if self.last_lba is not None and value > self.last_lba:
+            self.withheld.append(f"{where} {value} is past the drive's last LBA {self.last_lba}")
+            return None
+        return value
+
+    def hours(self, value: Optional[int], wrap: Optional[int], where: str) -> Optional[int]:
+        if value is None:
+            return None
+        high = (wrap - 1) if wrap else MAX_POWER_ON_HOURS
+        if not 0 <= value <= high:
+            self.withheld.append(f"{where} {value} is outside 0..{high:,} power-on hours")
+            return None
+        return value
+
+    def count(self, value: Optional[int], where: str) -> Optional[int]:
+        if value is None:
+            return None
+        if not 0 <= value <= MAX_EVENTS or value == (1 << 64) - 1:
+            self.withheld.append(f"{where} {value} is no count of errors")
+            return None
+        return value
+
+
+def _ata_result(status: Dict[str, Any], where: str) -> str:
+    value = _int(status.get("value"), f"{where}.value")
+    if value is not None:
+        return _ATA_RESULTS.get((value >> 4) & 0xF, sl.UNKNOWN)
+    words = _str(status.get("string"), f"{where}.string").lower()
+    return next((result for prefix, result in _ATA_STATUS_WORDS if prefix in words), sl.UNKNOWN)
+
+
+def _ata_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[sl.SelfTest, ...]]:
+    log = _obj(doc.get("ata_smart_self_test_log"), "ata_smart_self_test_log")
+    # smartctl -x reads the extended (GP) log where the drive has one, else the summary one.
+    for variant in ("extended", "standard"):
+        part = _obj(log.get(variant), f"ata_smart_self_test_log.{variant}")
+        if part:
+            break
+    else:
+        return "", ()
+    path = f"ata_smart_self_test_log.{variant}"
+    tests = []
+    for index, row in enumerate(_list(part.get("table"), f"{path}.table")):
+        where = f"{path}.table[{index}]"
+        row = _obj(row, where)
+        status = _obj(row.get("status"), f"{where}.status")
+        description = _str(_obj(row.get("type"), f"{where}.type").get("string"), f"{where}.type.string")
+        remaining = _int(status.get("remaining_percent"), f"{where}.status.remaining_percent")
+        if remaining is not None and not 0 <= remaining <= 100:
+            checks.withheld.append(f"{where}.status.remaining_percent {remaining} is outside 0..100")
+            remaining = None
+        tests.append(sl.SelfTest(
+            kind=_kind(description), description=description, result=_ata_result(status, f"{where}.status"),
+            status=_str(status.get("string"), f"{where}.status.string"),
+            power_on_hours=checks.hours(_int(row.get("lifetime_hours"), f"{where}.lifetime_hours"),
+                                        sl.ATA_HOURS_WRAP, f"{where}.lifetime_hours"),
+            remaining_percent=remaining, failing_lba=checks.lba(_int(row.get("lba"), f"{where}.lba"), f"{where}.lba"),
+            hours_wrap=sl.ATA_HOURS_WRAP))
+    return path, tuple(tests)
+
+
+def _nvme_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[sl.SelfTest, ...], Optional[sl.SelfTest]]:
+    path = "nvme_self_test_log"
+    log = _obj(doc.get(path), path)
+    if not log:
+        return "", (), None
+    tests = []
+    for index, row in enumerate(_list(log.get("table"), f"{path}.table")):
+        where = f"{path}.table[{index}]"
+        row = _obj(row, where)
+        code = _obj(row.get("self_test_code"), f"{where}.self_test_code")
+        result = _obj(row.get("self_test_result"), f"{where}.self_test_result")
+        value = _int(result.get("value"), f"{where}.self_test_result.value")
+        if value == _NVME_UNUSED:
+            continue
+        description = _str(code.get("string"), f"{where}.self_test_code.string")
+        tests.append(sl.SelfTest(
+            kind=_kind(description), description=description,
+            result=sl.UNKNOWN if value is None else _NVME_RESULTS.get(value, sl.UNKNOWN),
+            status=_str(result.get("string"), f"{where}.self_test_result.string"),
+            power_on_hours=checks.hours(_int(row.get("power_on_hours"), f"{where}.power_on_hours"), None,
+                                        f"{where}.power_on_hours"),
+            failing_lba=checks.lba(_int(row.get("lba"), f"{where}.lba"), f"{where}.lba")))
+    running = None
+    current = _obj(log.get("current_self_test_operation"), f"{path}.current_self_test_operation")
+    operation = _int(current.get("value"), f"{path}.current_self_test_operation.value")
+    if operation:  # 0: no self-test in progress
+        done = _int(log.get("current_self_test_completion_percent"), f"{path}.current_self_test_completion_percent")
+        description = _str(current.get("string"), f"{path}.current_self_test_operation.string")
+        running = sl.SelfTest(kind=_kind(description), description=description, result=sl.IN_PROGRESS,
+                              status=description, remaining_percent=None if done is None or not 0 <= done <= 100
+                              else 100 - done)
+    return path, tuple(tests), running
+
+
+def _ata_error_log(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Optional[int], Optional[sl.LoggedError]]:
+    log = _obj(doc.get("ata_smart_error_log"), "ata_smart_error_log")
+    for variant in ("extended", "summary"):
+        part = _obj(log.get(variant), f"ata_smart_error_log.{variant}")
+        if part:
+            break
+    else:
+        return "", None, None
+    path = f"ata_smart_error_log.{variant}"
+    count = checks.count(_int(part.get("count"), f"{path}.count"), f"{path}.count")
+    rows = _list(part.get("table"), f"{path}.table")
+    if not rows:
+        return path, count, None
+    row = _obj(rows[0], f"{path}.table[0]")
+    commands = _list(row.get("previous_commands") or row.get("commands"), f"{path}.table[0].previous_commands")
+    command = ""
+    if commands:
+        first = _obj(commands[0], f"{path}.table[0].previous_commands[0]")
+        command = _str(first.get("command_name"), f"{path}.table[0].previous_commands[0].command_name")
+    return path, count, sl.LoggedError(
+        number=_int(row.get("error_number"), f"{path}.table[0].error_number"),
+        power_on_hours=checks.hours(_int(row.get("lifetime_hours"), f"{path}.table[0].lifetime_hours"),
+                                    sl.ATA_HOURS_WRAP, f"{path}.table[0].lifetime_hours"),
+        description=_str(row.get("error_description"), f"{path}.table[0].error_description"), command=command)
+
+
+def _nvme_error_log(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Optional[int], Optional[sl.LoggedError]]:
+    health = _obj(doc.get("nvme_smart_health_information_log"), "nvme_smart_health_information_log")
+    count = checks.count(_int(health.get("num_err_log_entries"), "nvme num_err_log_entries"), "nvme num_err_log_entries")
+    log = _obj(doc.get("nvme_error_information_log"), "nvme_error_information_log")
+    rows = _list(log.get("table"), "nvme_error_information_log.table")
+    if not rows:
+        return ("nvme_smart_health_information_log" if count is not None else ""), count, None
+    row = _obj(rows[0], "nvme_error_information_log.table[0]")
+    status = _obj(row.get("status_field"), "nvme_error_information_log.table[0].status_field")
+    return "nvme_error_information_log", count, sl.LoggedError(
+        number=_int(row.get("error_count"), "nvme_error_information_log.table[0].error_count"),
+        description=_str(status.get("string"), "nvme_error_information_log.table[0].status_field.string"))
+
+
+def _scsi_uncorrected(doc: Dict[str, Any], checks: _Checks) -> Tuple[Tuple[str, int], ...]:
+    log = _obj(doc.get("scsi_error_counter_log"), "scsi_error_counter_log")
+    out = []
+    for direction in ("read", "write", "verify"):
+        where = f"scsi_error_counter_log.{direction}.total_uncorrected_errors"
+        value = checks.count(_int(_obj(log.get(direction), f"scsi_error_counter_log.{direction}")
+                                  .get("total_uncorrected_errors"), where), where)
+        if value is not None:
+            out.append((direction, value))
+    return tuple(out)
+
+
+def read_logs(doc: Dict[str, Any], kind: str, capacity: Optional[int] = None,
+              sector: Optional[int] = None) -> Optional[sl.SmartLogs]:
+    """The logs in one smartctl JSON document (``kind``: ata, nvme, scsi), None when it holds
+    none. ParseError names a field of the wrong JSON type; an impossible value is withheld."""
+    checks = _Checks(capacity, sector)
+    sources: List[str] = []
+    tests: Tuple[sl.SelfTest, ...] = ()
+    running = None
+    count, last, uncorrected = None, None, ()
+    if kind == "ata":
+        path, tests = _ata_self_tests(doc, checks)
+        where, count, last = _ata_error_log(doc, checks)
+        sources += [path, where]
+    elif kind == "nvme":
+        path, tests, running = _nvme_self_tests(doc, checks)
+        where, count, last = _nvme_error_log(doc, checks)
+        sources += [path, where]
+    elif kind == "scsi":
+        uncorrected = _scsi_uncorrected(doc, checks)
+        sources.append("scsi_error_counter_log" if uncorrected else "")
+    if running is None and tests and tests[0].result == sl.IN_PROGRESS:
+        running = tests[0]
+    logs = sl.SmartLogs(source="smartctl " + ", ".join(s for s in sources if s), self_tests=tests,
+                        self_test_running=running, error_count=count, last_error=last,
+                        uncorrected=uncorrected, withheld=tuple(checks.withheld))
+    return None if logs.empty() else logs
+
+
+def power_on_contradiction(logs: Optional[sl.SmartLogs], power_on_seconds: Optional[int]) -> Optional[str]:
+    """Why the drive's power-on figure cannot be true given its self-test log, or None.
+
+    The drive stamps each self-test with its power-on hours when the test ran, so no stamp can
+    be above the power-on hours it reports later. A stamp more than a day and a tenth above
+    (whole hours on both sides; firmware that keeps the stamp's hour counter apart from the
+    attribute's drifts a little) refutes the figure. ATA stamps are 16 bits: once the drive
+    reports 65,536 hours or more any stamp fits some earlier wrap, so nothing is refuted; below
+    that, a stamp cannot have wrapped."""
+    if logs is None or power_on_seconds is None:
+        return None
+    now = power_on_seconds // 3600
+    for test in logs.self_tests:
+        stamp = test.power_on_hours
+        if stamp is None or (test.hours_wrap is not None and now >= test.hours_wrap):
+            continue
+        if stamp > now + max(CONTRADICTION_HOURS, now * CONTRADICTION_SHARE):
+            return (f"the self-test log holds a {test.description or 'self-test'} stamped at power-on hour "
+                    f"{stamp:,}, above the {now:,} hours the drive reports")
+    return None
+
+
+def newest_stamp(logs: Optional[sl.SmartLogs]) -> Optional[int]:
+    """The highest power-on hour a self-test is stamped with. The drive ran that test at that
+    hour, so it has been on at least that long; a 16-bit stamp that wrapped is only lower, so
+    it is a lower bound either way (ata.power_on_seconds uses it to decide between two
+    counters that disagree)."""
+    if logs is None:
+        return None
+    stamps = [t.power_on_hours for t in logs.self_tests if t.power_on_hours is not None]
+    return max(stamps) if stamps else None
+
+
+def summary(logs: sl.SmartLogs) -> Dict[str, str]:
+    """The logs in words for the reading's ``extra`` (shown by /api/v1/drives)."""
+    out: Dict[str, str] = {}
+    last = logs.last_test
+    if last is not None:
+        at = f" at power-on hour {last.power_on_hours:,}" if last.power_on_hours is not None else ""
+        lba = f", first failing LBA {last.failing_lba}" if last.failing_lba is not None else ""
+        out["selftest_last"] = f"{last.description}: {last.status}{at}{lba}"
+    if logs.self_test_running is not None:
+        out["selftest_running"] = logs.self_test_running.status
+    if logs.last_error is not None:
+        err = logs.last_error
+        at = f" at power-on hour {err.power_on_hours:,}" if err.power_on_hours is not None else ""
+        words = "; ".join(w for w in (err.description, err.command) if w)
+        out["error_log_last"] = f"error {err.number if err.number is not None else '?'}{at}: {words}".rstrip(": ")
+    if logs.withheld:
+        out["smart_logs_withheld"] = "; ".join(logs.withheld)
+    return out
+
+
+# ------------------------------------------------------------------ text (smartmontools 5.x/6.x)
+
+_ST_HEADER = re.compile(r"^SMART (?:Extended )?Self-test [Ll]og")
+_ST_ROW = re.compile(
+    r"^#\s*(?P<num>\d+)\s+(?P<desc>(?:Short|Extended|Conveyance|Selective|Offline|Vendor \(0x[0-9a-fA-F]+\)|"
+    r"Reserved \(0x[0-9a-fA-F]+\)|Abort offline test|Abort\w*)(?: (?:off-?line|captive))?)\s+(?P<status>\S.*?)\s+"
+    r"(?P<remaining>\d{1,3})%\s+(?P<hours>\d+)(?:\s+(?P<lba>\S+))?\s*$")
+_ERR_COUNT = re.compile(r"^(?:ATA|Device) Error Count:\s+(?P<count>\d+)")
+_ERR_ENTRY = re.compile(r"^Error (?P<num>\d+)(?: \[\d+\])? (?:occurred )?at disk power-on lifetime: (?P<hours>\d+) hours")
+_ERR_WORDS = re.compile(r"^\s+(?:[0-9a-f]{2} ){5,}[0-9a-f]{2}\s+(?P<words>Error: .*)$")
+_ERR_CMD = re.compile(r"^\s+(?:[0-9a-f]{2} ){6,}[0-9a-f]{2}\s+[\d:.+ d]+?\s+(?P<cmd>[A-Z][A-Z0-9 /\[\]-]+)$")
+
+
+def _text_lba(word: str) -> Dict[str, int]:
+    """smartctl prints the failing LBA in decimal (6.x, 7.x) or hex (5.x: ``0x08702f11``), ``-``
+    for none."""
+    if word.isdigit():
+        return {"lba": int(word)}
+    if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", word):
+        return {"lba": int(word, 16)}
+    return {}
+
+
+def _text_self_tests(lines: List[str]) -> Optional[Dict[str, Any]]:
+    """The first self-test log table in the text, in smartctl's JSON shape."""
+    rows: List[Dict[str, Any]] = []
+    seen = False
+    for index, line in enumerate(lines):
+        if _ST_HEADER.match(line) and "not supported" not in line:
+            seen = True
+            for row in lines[index + 1:]:
+                if row.startswith("Num") or not row.strip():
+                    if rows:
+                        break
+                    continue
+                match = _ST_ROW.match(row)
+                if match is None:
+                    if row.startswith("#"):
+                        raise ParseError(f"smartctl text: self-test log row not understood: {row[:100]!r}")
+                    break
+                lba = match.group("lba") or "-"  # smartctl 5.x has no LBA column
+                rows.append({"type": {"string": match.group("desc")},
+                             "status": {"string": match.group("status"), "remaining_percent": int(match.group("remaining"))},
+                             "lifetime_hours": int(match.group("hours")),
+                             **_text_lba(lba)})
+            break
+    if not seen:
+        return None
+    return {"standard": {"table": rows}}
+
+
+def _text_error_log(lines: List[str]) -> Optional[Dict[str, Any]]:
+    count: Optional[int] = None
+    entry: Dict[str, Any] = {}
+    for index, line in enumerate(lines):
+        if line.startswith("No Errors Logged") and count is None:
+            count = 0
+        match = _ERR_COUNT.match(line)
+        if match and count is None:
+            count = int(match.group("count"))
+        match = _ERR_ENTRY.match(line)
+        if match and not entry:
+            entry = {"error_number": int(match.group("num")), "lifetime_hours": int(match.group("hours"))}
+            for follow in lines[index + 1:index + 40]:
+                if _ERR_ENTRY.match(follow):
+                    break
+                words = _ERR_WORDS.match(follow)
+                if words and "error_description" not in entry:
+                    entry["error_description"] = words.group("words").strip()
+                cmd = _ERR_CMD.match(follow)
+                if cmd and "previous_commands" not in entry:
+                    entry["previous_commands"] = [{"command_name": cmd.group("cmd").strip()}]
+    if count is None:
+        return None
+    return {"summary": {"count": count, **({"table": [entry]} if entry else {})}}
+
+
+def text_sections(lines: List[str]) -> Dict[str, Any]:
+    """The ATA self-test and error logs of smartctl's text output (``-a``/``-x`` of 5.x/6.x) in
+    the JSON shape :func:`read_logs` reads; empty when the text has neither."""
+    out: Dict[str, Any] = {}
+    self_tests = _text_self_tests(lines)
+    if self_tests is not None:
+        out["ata_smart_self_test_log"] = self_tests
+    errors = _text_error_log(lines)
+    if errors is not None:
+        out["ata_smart_error_log"] = errors
+    return out
+
+
+# ------------------------------------------------------------------ every attribute (opt in)
+
+def attribute_rows(doc: Dict[str, Any], names: Dict[int, str]) -> Tuple[Tuple[sl.AttributeRow, ...], List[str]]:
+    """Every row of ``ata_smart_attributes.table`` with the drive database's name (``names``: id
+    -> name, the vocabulary the normaliser uses; smartctl's printed name where it has none), and
+    what was left out: a value, worst or threshold outside one byte, a raw value beyond 64 bits, a
+    second row with the same id (two series with one label set), rows past the table's 30 entries."""
+    table = _list(_obj(doc.get("ata_smart_attributes"), "ata_smart_attributes").get("table"),
+                  "ata_smart_attributes.table")
+    rows: List[sl.AttributeRow] = []
+    left_out: List[str] = []
+    seen = set()
+    for index, row in enumerate(table):
+        where = f"ata_smart_attributes.table[{index}]"
+        row = _obj(row, where)
+        attr_id = _int(row.get("id"), f"{where}.id")
+        why = ("no id" if attr_id is None else f"id {attr_id} is outside 1..255" if not 1 <= attr_id <= 255
+               else f"id {attr_id} again (the first row is kept)" if attr_id in seen
+               else "past the table's 30 rows" if len(rows) >= sl.MAX_ATTRIBUTES else None)
+        if why:
+            left_out.append(f"{where}: {why}")
+            continue
+        seen.add(attr_id)
+        values = {}
+        for key, column in (("value", "value"), ("worst", "worst"), ("threshold", "thresh")):
+            number = _int(row.get(column), f"{where}.{column}")
+            if number is not None and not 0 <= number <= sl.ATTRIBUTE_BYTE:
+                left_out.append(f"{where}.{column} {number} is not one byte")
+                number = None
+            values[key] = number
+        raw = _int(_obj(row.get("raw"), f"{where}.raw").get("value"), f"{where}.raw.value")
+        if raw is not None and not 0 <= raw <= sl.ATTRIBUTE_RAW_MAX:
+            left_out.append(f"{where}.raw.value {raw} is beyond smartctl's 64-bit raw value")
+            raw = None
+        threshold, value = values["threshold"], values["value"]
+        failing = bool(threshold and value is not None and value <= threshold)
+        name = names.get(attr_id) or _str(row.get("name"), f"{where}.name")
+        rows.append(sl.AttributeRow(attr_id=attr_id, name=name, raw=raw, failing_now=failing, **values))
+    return tuple(rows), left_out
