@@ -4,7 +4,8 @@ ATA drives report power-on time twice: the device statistics' Power-on Hours (a 
 counter) and attribute 9 (in a unit the drive database gives). WD Blue / SanDisk firmware keeps
 the first at 0, or 8-50 times below the second. When the two disagree, the least time the drive
 must have been on decides: the bytes its device statistics say it wrote, at the most a SATA link
-carries. A counter below that is refuted; when both stand, the time is withheld with both named.
+carries, and the newest self-test's power-on stamp. A counter below either is refuted; when both
+stand, the time is withheld with both named.
 The expectations below are worked out by hand from each report's lines (quoted per case).
 """
 
@@ -32,9 +33,13 @@ def reading(name: str):
     (B + "WDC_WDS500G2B0A-00SM50_8D43CEFBFD01.txt", 20425, "ata 9 Power_On_Hours", "less than the 1.9 hours"),
     # devstat 0 beside 22,877 and 140.1 TB written (64.9 h at the most a SATA link carries)
     (L + "SanDisk_SDSSDH31000G_041A56D32C18.txt", 22877, "ata 9 Power_On_Hours", "less than the 64.9 hours"),
-    # devstat 1,085 against 20,786: 29.75 TB written needs 13.8 h, both are above it: withheld
-    (B + "SanDisk_SD8SB8U128G1001_C8AE031C5B1B.txt", None, None,
-     "ata devstat Power-on Hours says 1,085 hours and ata 9 Power_On_Hours says 20,786 hours"),
+    # devstat 1,085 against 20,786: 29.75 TB written needs only 13.8 h, but the self-test log's
+    # newest test is stamped 20,753: devstat is refuted, attribute 9 fits the stamps
+    (B + "SanDisk_SD8SB8U128G1001_C8AE031C5B1B.txt", 20786, "ata 9 Power_On_Hours",
+     "below the self-test log's stamp at power-on hour 20,753"),
+    # devstat 190 against 19,320; 4.54 TB written (2.1 h) and no self-test log: withheld
+    (B + "SanDisk_SD8SB8U128G1001_0852004B7DE9.txt", None, None,
+     "ata devstat Power-on Hours says 190 hours and ata 9 Power_On_Hours says 19,320 hours"),
     # devstat 17 against 4,075, 4.84 TB written (2.2 h): withheld
     (B + "WDC_WDS250G1B0A-00H9H0_B9CACBF4A00D.txt", None, None, "nothing on the drive tells which is right"),
     # Intel 330: attribute 9 reads 915,090 hours (over 20 years, a firmware offset): devstat 20,296 stands alone

@@ -138,9 +138,6 @@ def test_ata_stamps_that_wrapped_are_not_a_contradiction() -> None:
 @pytest.mark.parametrize("name,stamp,reported", [
     # attribute 9 says 1,242 h; the only test is stamped 55,556
     (B + "SSD_Plextor_PX-256M5S_AE096C1A946D.txt", 55556, 1242),
-    # devstat "Power-on Hours" 720 (preferred by the normaliser) while the tests run to 5,750 and
-    # attribute 9 says 5,828: the device statistics page is the broken one
-    (B + "SSD_SanDisk_Ultra_II_240GB_379EF49DA280.txt", 5750, 720),
     # attribute 9 reads 2 on a drive with tests stamped up to 53,875 h
     (B + "HDD_HGST_HMS5C4040ALE640_F6F5FBC95D78.txt", 53875, 2),
 ])
@@ -149,6 +146,15 @@ def test_a_stamp_above_the_power_on_time_withholds_it(name: str, stamp: int, rep
     assert r.power_on_seconds is None
     why = r.extra["power_on_seconds_withheld"]
     assert f"power-on hour {stamp:,}" in why and f"the {reported:,} hours" in why
+
+
+def test_a_stamp_decides_between_two_counters_that_disagree() -> None:
+    """SanDisk Ultra II: devstat "Power-on Hours" 720 while the tests run to 5,750 and attribute
+    9 says 5,828. The device statistics page is the broken one: the stamp refutes it, and
+    attribute 9, which the stamps fit, is given (ata.power_on_seconds)."""
+    r = _reading(B + "SSD_SanDisk_Ultra_II_240GB_379EF49DA280.txt")
+    assert r.power_on_seconds == 5828 * 3600 and r.sources["power_on_seconds"] == "ata 9 Power_On_Hours"
+    assert "below the self-test log's stamp at power-on hour 5,750" in r.extra["power_on_seconds_rejected"]
 
 
 def test_the_contradiction_rule_at_its_edges() -> None:
