@@ -37,6 +37,8 @@ from agent.views import (
     WATCH,
     DriveView,
     ViewState,
+    controller_places,
+    controller_text,
     error_classes,
     flagged_first,
     human_bytes,
@@ -100,7 +102,22 @@ def drive_head(v: DriveView) -> str:
             f'<span class="model">{model}</span> <span class="muted ident">{" · ".join(bits)}</span>'
             f"{age_line(v)}"
             + (f'<div class="holds">holds: {esc(holds_text(v.holds))}</div>' if v.holds else "")  # issue 15
+            + behind_line(v)
             + "</header>")
+
+
+def behind_line(v: DriveView) -> str:
+    """Issue 28: the controller, slot and volume of a drive read through a RAID controller. Its
+    device node (/dev/bus/N, or the volume's /dev/sdX) is shared with the controller's other
+    drives, so the slot is what names it; its write cache and I/O are the volume's."""
+    places = controller_places(v)
+    if not places:
+        return ""
+    note = places[0].get("note") or ""
+    return "".join(
+        f'<div class="behind" data-controller="{esc(p["controller"])}" data-slot="{esc(p["slot"])}" '
+        f'data-volume="{esc(p.get("volume") if p.get("volume") is not None else "")}" title="{esc(note)}">'
+        f"behind RAID controller {esc(controller_text(p))}</div>" for p in places)
 
 
 def age_line(v: DriveView) -> str:
@@ -421,7 +438,7 @@ article.drive.state-critical { border-left-color:var(--crit); }
 .ident { font-size:.85rem; }
 .age { margin-left:auto; font-size:.78rem; color:var(--muted); white-space:nowrap; }
 .age.stale { color:var(--crit); font-weight:600; }
-.holds { flex-basis:100%; font-size:.82rem; color:var(--muted); }
+.holds, .behind { flex-basis:100%; font-size:.82rem; color:var(--muted); }
 .badge { display:inline-block; font-size:.72rem; font-weight:700; padding:.1rem .45rem; border-radius:3px; letter-spacing:.03em; border:1px solid; }
 .badge.state-healthy { color:var(--ok); background:var(--ok-bg); }
 .badge.state-watch { color:var(--watch); background:var(--watch-bg); }
