@@ -68,6 +68,26 @@ def megaraid_drives_host(root: Path, with_volume: bool = True) -> Tuple[FakeHost
     return host, smartctl
 
 
+# The scan above also lists three disks on their own (/dev/sda and /dev/sdb as SCSI, /dev/sdc
+# through SAT): -d type and node -> a capture of such a drive.
+SCANNED_DIRECT = {"scsi_sda": SJ + "netdata__type-scsi_device-sda.json",
+                  "scsi_sdb": SJ + "scrutiny__smart-scsi.json",
+                  "sat_sdc": SJ + "netdata__type-sat_device-ssd-sdc.json"}
+SCANNED_DIRECT_DISKSTATS = (
+    "   8       0 sda 120 10 9000 50 400 20 64000 300 0 280 350 0 0 0 0 4 2\n"
+    "   8      16 sdb 80 0 6400 30 200 0 16000 90 0 100 120 0 0 0 0 2 1\n"
+    "   8      32 sdc 300 0 24000 60 900 0 72000 400 0 380 460 0 0 0 0 6 3\n"
+)
+
+
+def answer_scanned_direct_disks(host: FakeHost, smartctl: FakeSmartctlBehindController) -> None:
+    """Answer the scan's three disks of their own (they are read as any direct drive) and give
+    the host a /proc/diskstats with them."""
+    for key, fixture in SCANNED_DIRECT.items():
+        smartctl.answer(key, fixture)
+    host.diskstats(SCANNED_DIRECT_DISKSTATS)
+
+
 def configured_devices() -> List[str]:
     """The ``smartctl.devices`` entries for :func:`megaraid_drives_host` ``with_volume``."""
     return [f"/dev/sda:{CONFIGURED[0]}", f"{DIRECT[0]}:{DIRECT[1]}"]
