@@ -366,6 +366,13 @@ def state_counts(views: List[DriveView]) -> Dict[str, int]:
     return {s: sum(1 for v in views if v.state == s) for s in STATES}
 
 
+def anchor(v: DriveView, views: List[DriveView]) -> str:
+    """The card's id: ``drive-DEVICE``, with the serial added where several drives share the
+    device node (drives read through a RAID controller are all opened on /dev/bus/N)."""
+    shared = sum(1 for w in views if w.device == v.device) > 1
+    return f"drive-{v.device}-{v.serial}" if shared else f"drive-{v.device}"
+
+
 def _counts(views: List[DriveView]) -> str:
     """The header: how many drives in each state, each linking to the first such drive."""
     if not views:
@@ -377,7 +384,7 @@ def _counts(views: List[DriveView]) -> str:
         first = next((v for v in views if v.state == s), None)
         inner = f'<b>{n}</b> {esc(STATE_WORDS[s])}'
         if first is not None:
-            inner = f'<a href="#drive-{esc(first.device)}">{inner}</a>'
+            inner = f'<a href="#{esc(anchor(first, views))}">{inner}</a>'
         chips.append(f'<span class="count state-{s}{" zero" if not n else ""}" data-state="{s}" data-count="{n}">'
                      f"{inner}</span>")
     unread = sum(1 for v in views if v.data_age_seconds is None)
@@ -604,7 +611,7 @@ def render_page(snapshot: Snapshot, now: float, state: Optional[ViewState] = Non
     overall = worst(views) if views else "unknown"
     flagged = [v.device for v in views if v.severity != OK]
     title = f"{overall.upper()} · {', '.join(flagged)} — " if flagged else f"{overall.upper()} — "
-    cards = "".join(drive_card(v, now).replace("<article ", f'<article id="drive-{esc(v.device)}" ', 1) for v in views)
+    cards = "".join(drive_card(v, now).replace("<article ", f'<article id="{esc(anchor(v, views))}" ', 1) for v in views)
     if not views:
         cards = '<p class="muted">no drives found on this host</p>'
     snap_age = human_duration(now - snapshot.created) if snapshot.created else "-"

@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -29,7 +28,6 @@ from tests.fakehost import ROOT, AgentProcess
 from tests.support.controller_host import (
     BEHIND,
     CONFIGURED,
-    DIRECT,
     configured_devices,
     controller_tool_args,
     megaraid_drives_host,
@@ -119,6 +117,18 @@ def test_page_card_names_controller_slot_and_volume(served):
         assert f"megaraid/0 slot {slot} (device id {did}), volume {volume}" in html.unescape(m.group(3))
     for serial in (serials[8], NVME_SERIAL):
         assert 'class="behind"' not in cards[serial] and "RAID controller" not in cards[serial]
+
+
+def test_page_card_ids_are_unique_though_the_drives_share_a_node(served):
+    """Seven drives are read on /dev/bus/6: each card keeps an id of its own (the header's
+    links jump to them), the serial added to the shared node's name."""
+    page, api = served[0], served[1]
+    ids = re.findall(r'<article id="([^"]*)"', page)
+    assert len(ids) == len(set(ids)) >= 9, ids
+    nvme = next(d["device"] for d in api["drives"] if d["serial"] == NVME_SERIAL)
+    assert f"drive-/dev/bus/6-{BEHIND['megaraid,12'][1]}" in ids and f"drive-{nvme}" in ids, ids
+    for target in re.findall(r'<a href="#(drive-[^"]*)"', page):
+        assert html.unescape(target) in ids, target
 
 
 def test_status_names_controller_slot_and_volume(served):
