@@ -37,6 +37,8 @@ from agent.views import (
     WATCH,
     DriveView,
     ViewState,
+    controller_places,
+    controller_text,
     error_classes,
     flagged_first,
     human_bytes,
@@ -100,7 +102,22 @@ def drive_head(v: DriveView) -> str:
             f'<span class="model">{model}</span> <span class="muted ident">{" · ".join(bits)}</span>'
             f"{age_line(v)}"
             + (f'<div class="holds">holds: {esc(holds_text(v.holds))}</div>' if v.holds else "")  # issue 15
+            + behind_line(v)
             + "</header>")
+
+
+def behind_line(v: DriveView) -> str:
+    """Issue 28: the controller, slot and volume of a drive read through a RAID controller. Its
+    device node (/dev/bus/N, or the volume's /dev/sdX) is shared with the controller's other
+    drives, so the slot is what names it; its write cache and I/O are the volume's."""
+    places = controller_places(v)
+    if not places:
+        return ""
+    note = places[0].get("note") or ""
+    return "".join(
+        f'<div class="behind" data-controller="{esc(p["controller"])}" data-slot="{esc(p["slot"])}" '
+        f'data-volume="{esc(p.get("volume") if p.get("volume") is not None else "")}" title="{esc(note)}">'
+        f"behind RAID controller {esc(controller_text(p))}</div>" for p in places)
 
 
 def age_line(v: DriveView) -> str:
@@ -352,6 +369,13 @@ def state_counts(views: List[DriveView]) -> Dict[str, int]:
     return {s: sum(1 for v in views if v.state == s) for s in STATES}
 
 
+def anchor(v: DriveView, views: List[DriveView]) -> str:
+    """The card's id: ``drive-DEVICE``, with the serial added where several drives share the
+    device node (drives read through a RAID controller are all opened on /dev/bus/N)."""
+    shared = sum(1 for w in views if w.device == v.device) > 1
+    return f"drive-{v.device}-{v.serial}" if shared else f"drive-{v.device}"
+
+
 def _counts(views: List[DriveView]) -> str:
     """The header: how many drives in each state, each linking to the first such drive."""
     if not views:
@@ -363,7 +387,7 @@ def _counts(views: List[DriveView]) -> str:
         first = next((v for v in views if v.state == s), None)
         inner = f'<b>{n}</b> {esc(STATE_WORDS[s])}'
         if first is not None:
-            inner = f'<a href="#drive-{esc(first.device)}">{inner}</a>'
+            inner = f'<a href="#{esc(anchor(first, views))}">{inner}</a>'
         chips.append(f'<span class="count state-{s}{" zero" if not n else ""}" data-state="{s}" data-count="{n}">'
                      f"{inner}</span>")
     unread = sum(1 for v in views if v.data_age_seconds is None)
@@ -424,7 +448,7 @@ article.drive.state-critical { border-left-color:var(--crit); }
 .ident { font-size:.85rem; }
 .age { margin-left:auto; font-size:.78rem; color:var(--muted); white-space:nowrap; }
 .age.stale { color:var(--crit); font-weight:600; }
-.holds { flex-basis:100%; font-size:.82rem; color:var(--muted); }
+.holds, .behind { flex-basis:100%; font-size:.82rem; color:var(--muted); }
 .badge { display:inline-block; font-size:.72rem; font-weight:700; padding:.1rem .45rem; border-radius:3px; letter-spacing:.03em; border:1px solid; }
 .badge.state-healthy { color:var(--ok); background:var(--ok-bg); }
 .badge.state-watch { color:var(--watch); background:var(--watch-bg); }
@@ -590,7 +614,7 @@ def render_page(snapshot: Snapshot, now: float, state: Optional[ViewState] = Non
     overall = worst(views) if views else "unknown"
     flagged = [v.device for v in views if v.severity != OK]
     title = f"{overall.upper()} · {', '.join(flagged)} — " if flagged else f"{overall.upper()} — "
-    cards = "".join(drive_card(v, now).replace("<article ", f'<article id="drive-{esc(v.device)}" ', 1) for v in views)
+    cards = "".join(drive_card(v, now).replace("<article ", f'<article id="{esc(anchor(v, views))}" ', 1) for v in views)
     if not views:
         cards = '<p class="muted">no drives found on this host</p>'
     snap_age = human_duration(now - snapshot.created) if snapshot.created else "-"

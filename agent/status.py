@@ -66,6 +66,7 @@ from agent.status_table import (  # noqa: F401 (the names tests and `collect` us
     UNKNOWN_EXIT,
     clip,
     ellipsis_for,
+    format_behind,
     format_holds,
     format_host,
     format_reasons,
@@ -454,6 +455,7 @@ def main(args, make_config) -> int:
                     sys.stdout.write(format_table(drives, color=color, width=width, ellipsis=ellipsis_for(sys.stdout)))
                     sys.stdout.write(format_reasons(drives, color=color, width=width))
                     sys.stdout.write(format_holds(drives, width=width))
+                    sys.stdout.write(format_behind(drives, width=width))
                     sys.stdout.write(format_host(data, width=width))
                 sys.stdout.write(_footer(data, drives, severity, color, width))
             sys.stdout.flush()

@@ -25,6 +25,8 @@ from agent.status_table import (
 )
 from agent.views import (
     WATCH,
+    controller_places,
+    controller_text,
     counted,
     error_classes,
     human_bytes,
@@ -112,6 +114,8 @@ def _status(sheet: _Sheet, v: Dict[str, Any]) -> None:
         sheet.marked("WATCH", WATCH, reason)
     if v.get("holds"):
         sheet.line("holds", holds_text(v["holds"]))  # issue 15: what lives on the drive
+    for place in controller_places(v):  # issue 28: read through a RAID controller
+        sheet.line("controller", controller_text(place) + "; write cache and I/O are the volume's")
 
 
 def _life_and_wearout(sheet: _Sheet, v: Dict[str, Any], now: float) -> None:

@@ -18,6 +18,8 @@ from agent import health, host_views
 from agent.health import CRITICAL, OK, WARNING, severity_rank
 from agent.views import (
     WATCH,
+    controller_places,
+    controller_text,
     error_classes,
     flagged_first,
     human_bytes,
@@ -442,3 +444,14 @@ def format_holds(views: List[Any], width: Optional[int] = None) -> str:
     lines = [folded for v in views if v.get("holds")
              for folded in wrap_text(f"  {_get(v, 'device')}  holds: {holds_text(v['holds'])}", width, 4)]
     return ("what the drives hold:\n" + "\n".join(lines) + "\n") if lines else ""
+
+
+def format_behind(views: List[Any], width: Optional[int] = None) -> str:
+    """Issue 28: one line per drive read through a RAID controller, naming the controller,
+    the slot and the volume (the DEVICE column shows the node it is read on, which the
+    controller's drives share): ``  /dev/bus/6  S3YZNB0KB00864E  megaraid/0 slot 8:2, volume 1``."""
+    lines = [folded for v in views for place in controller_places(v)
+             for folded in wrap_text(f"  {_get(v, 'device')}  {_get(v, 'serial')}  {controller_text(place)}", width, 4)]
+    if not lines:
+        return ""
+    return ("behind RAID controllers (write cache and I/O are the volume's):\n" + "\n".join(lines) + "\n")

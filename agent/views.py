@@ -326,6 +326,34 @@ def snapshot_views(snap: Snapshot, now: float, state: Optional[ViewState] = None
     return views
 
 
+def controller_places(v: Any) -> List[Dict[str, Any]]:
+    """Where a drive read through a RAID controller sits: the values the controller sources
+    put beside it (collectors/controller_view.py, per_drive: controller, slot, device id,
+    volume and the volume's OS device and write cache), one per controller source that
+    matched the drive; [] for a drive on its own. Takes a DriveView or its JSON form."""
+    beside = v.get("beside") if isinstance(v, dict) else getattr(v, "beside", None)
+    if not isinstance(beside, dict):
+        return []
+    return [place for _source, place in sorted(beside.items())
+            if isinstance(place, dict) and place.get("controller") and place.get("slot") is not None]
+
+
+def controller_text(place: Dict[str, Any]) -> str:
+    """``megaraid/0 slot 8:2 (device id 15), volume 1 on /dev/sdb (write-back now)``."""
+    text = f"{place['controller']} slot {place['slot']}"
+    if place.get("device_id") is not None:
+        text += f" (device id {place['device_id']})"
+    if place.get("volume") is not None:
+        text += f", volume {place['volume']}"
+        if place.get("volume_os_device"):
+            text += f" on {place['volume_os_device']}"
+        if place.get("volume_write_cache"):
+            text += f" ({place['volume_write_cache']} now)"
+    else:
+        text += ", in no volume"
+    return text
+
+
 def io_latency(older: Any, newer: Any) -> Tuple[Optional[float], Optional[float]]:
     """(mean seconds per write, mean seconds per cache flush) between two IoStats readings of
     one drive; None where nothing completed in between or a counter went back (a reset)."""

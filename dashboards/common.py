@@ -77,6 +77,37 @@ def per_drive(expr: str, info_selector: str) -> str:
     )
 
 
+def _joined(expr: str, key: str, by: str, labels: str, info: str) -> str:
+    extra = f", {by}" if by else ""
+    return (f"max by ({key}{extra}) ({expr})"
+            f" * on ({key}) group_left ({labels})"
+            f" max by ({key}, {labels}) ({info})")
+
+
+# RAID controllers (collectors/controller_view.py): a controller is (instance, controller), a
+# volume adds its number, a battery its kind. Like per_drive, each helper joins the descriptive
+# labels of the info family so that every frame of a table carries the same columns; ``by``
+# keeps one more label of ``expr`` (a state, a cause) as a column.
+CONTROLLER_KEY = "instance, controller"
+
+
+def per_controller(expr: str, info_selector: str, by: str = "") -> str:
+    return _joined(expr, CONTROLLER_KEY, by, "family, tool, model, firmware", f"ssd_controller_info{info_selector}")
+
+
+def per_volume(expr: str, info_selector: str, by: str = "") -> str:
+    return _joined(expr, f"{CONTROLLER_KEY}, volume", by, "name, raid_level, os_device",
+                   f"ssd_controller_volume_info{info_selector}")
+
+
+def per_battery(expr: str, info_selector: str, by: str = "") -> str:
+    """A battery's model comes from ssd_controller_battery_info, which only a fitted battery
+    has; one the controller reports missing gets model "-" so that its row stays."""
+    missing = f'label_replace((ssd_controller_battery_present{info_selector} == 0) + 1, "model", "-", "", "")'
+    return _joined(expr, f"{CONTROLLER_KEY}, kind", by, "model",
+                   f"ssd_controller_battery_info{info_selector} or {missing}")
+
+
 def count_or_zero(expr: str) -> str:
     """count(), but 0 instead of no data when nothing matches (a stat must say 0, not N/A)."""
     return f"count({expr}) or vector(0)"

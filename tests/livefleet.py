@@ -37,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -45,6 +45,13 @@ from agent.history import History
 from collectors.model import DriveReading
 from tests.conftest import fixture_path
 from tests.fakehost import DISKSTATS, ROOT, AgentProcess, FakeHost
+from tests.support.controller_host import (
+    answer_scanned_direct_disks,
+    arcconf_rebuilding,
+    controller_tool_args,
+    megacli_after_battery_failed,
+    megaraid_drives_host,
+)
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -438,12 +445,13 @@ class LiveHost:
     workload: Optional[Workload] = None
     agent: Optional[AgentProcess] = None
     config_file: Optional[Path] = None  # an agent config beyond the flags (the sync-write probe)
+    agent_args: List[str] = field(default_factory=list)  # more flags (a controller host's tools)
 
     def start(self, extra_args: Sequence[str] = FAST_INTERVALS) -> LiveHost:
         if self.workload is not None:
             self.workload.start()
         config = ["--config", str(self.config_file)] if self.config_file else []
-        self.agent = AgentProcess(self.host, config + list(extra_args))
+        self.agent = AgentProcess(self.host, config + list(extra_args) + self.agent_args)
         return self
 
     def wait_ready(self, timeout: float = 30.0) -> None:
@@ -498,6 +506,27 @@ def prepare_host(
     status_p = (host.root / "responses" / "shannon-status" / "scta.out").read_text()
     workload = Workload(host, status_p)
     return LiveHost(name, host, drives, seeded, workload)
+
+
+# ------------------------------------------------------------------ a host behind RAID controllers
+
+# The controller sources read every few seconds here (every 5 minutes by default).
+CONTROLLER_INTERVALS = ["--interval.megaraid", "3", "--interval.arcconf", "3"]
+
+
+def prepare_controller_host(name: str, root: Path, now: Optional[float] = None) -> LiveHost:
+    """A database host whose drives sit behind RAID controllers (tests/support/controller_host.py):
+    seven drives behind a MegaRAID that smartctl reads through it (and three on their own that
+    the same scan lists), the MegaRAID's battery failed
+    and its volume configured write-back running write-through, and an Adaptec whose RAID 10
+    rebuilds. Its drives' history is seeded as on the other hosts; it has no workload (the
+    drives behind the controller have no kernel device of their own, so no I/O counters)."""
+    host, smartctl = megaraid_drives_host(root, with_volume=False)
+    answer_scanned_direct_disks(host, smartctl)
+    tools = {"megacli": megacli_after_battery_failed(root), "arcconf": arcconf_rebuilding(root)}
+    drives = read_drives(host)
+    seeded = seed_history(host, drives, now=now)
+    return LiveHost(name, host, drives, seeded, agent_args=controller_tool_args(root, tools) + CONTROLLER_INTERVALS)
 
 
 # ------------------------------------------------------------------ a simulated host

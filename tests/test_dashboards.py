@@ -12,11 +12,12 @@
     recording rules) defines;
 (c) every panel query, with the template variables resolved the way Grafana resolves them
     (label_values() through the HTTP API of a real Prometheus), returns data from a live fake
-    fleet: four real ``ssdfleet agent`` processes on fake hosts (tests/livefleet.py) - the
+    fleet: five real ``ssdfleet agent`` processes on fake hosts (tests/livefleet.py) - the
     default host, one whose SATA drive has its write cache switched off, one with a nearly
     worn-out Shannon card and a drive whose smartctl output is cut short, and one with a rack
     of twelve more cards spread over every band of life left and every 30-day wear-out bucket
-    of the next year - plus a scrape target on a port nothing listens on. Each host's state
+    of the next year, and one whose drives sit behind a MegaRAID (battery failed, volume
+    write-back lost) and an Adaptec (RAID 10 rebuilding) - plus a scrape target on a port nothing listens on. Each host's state
     directory holds a history.sqlite seeded over the past two weeks before its agent starts
     (the file earlier runs would have left), so the agents export write rates and wear-out
     projections; a workload thread moves /proc/diskstats and the card counters while
@@ -55,6 +56,7 @@ from tests.livefleet import (
     WORN_SERIAL,
     LiveHost,
     build_card_rack_host,
+    prepare_controller_host,
     prepare_host,
     with_syncwrite_probe,
     worn_card_status,
@@ -470,7 +472,7 @@ def _fast_rules(tmp_path: Path) -> List[Path]:
     return [shortened_rules(RECORDING_RULES, tmp_path / RECORDING_RULES.name, {})]
 
 
-# The live fleet: four agents on fake hosts and a target nobody answers on.
+# The live fleet: five agents on fake hosts and a target nobody answers on.
 WORN_WRITE_RATE = 100e6  # bytes per second the worn card's history shows: due in about 7 weeks
 
 
@@ -518,7 +520,11 @@ def _build_fleet(root: Path, now: float) -> Dict[str, LiveHost]:
     host = build_default_host(root / "db4")
     rates = build_card_rack_host(host)
     db4 = prepare_host("db4-cards", host, write_rates=rates, now=now)
-    return {h.name: h for h in (db1, db2, db3, db4)}
+    # db5: drives behind RAID controllers (issue 28): seven read through a MegaRAID whose
+    # battery failed and whose volume runs write-through though configured write-back, and an
+    # Adaptec RAID 10 rebuilding, for the host dashboard's controller rows.
+    db5 = prepare_controller_host("db5-raid", root / "db5", now=now)
+    return {h.name: h for h in (db1, db2, db3, db4, db5)}
 
 
 def _fast_alert_rules(rules_dir: Path) -> Path:
@@ -543,12 +549,12 @@ def _wait_for_targets(prom: Prometheus, up: List[str], down: List[str], timeout:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Iterator[Fleet]:
-    """Four real agents on fake hosts with seeded history and a moving workload, one dead
+    """Five real agents on fake hosts with seeded history and a moving workload, one dead
     target (a port nothing listens on), and a real Prometheus scraping them every second.
 
     This Prometheus is set up as the alerting end-to-end test's (tests/test_alerting_e2e.py):
     it scrapes real ``ssdfleet agent`` processes reading fake tools (there one host, here
-    four) and evaluates the shipped recording AND alert rules every second, so the panel
+    five) and evaluates the shipped recording AND alert rules every second, so the panel
     queries below run on a Prometheus that also raises the shipped alerts (see
     test_the_same_prometheus_raises_the_fleets_alerts)."""
     if not prometheus_binary():
@@ -890,3 +896,45 @@ def test_the_same_prometheus_raises_the_fleets_alerts(fleet):
     # and nothing about a card that is healthy (10 % life left exactly is not under 10 %)
     healthy = {c.serial for c in CARD_RACK if c.life_left_percent >= 10 and c.wearout_days > 30}
     assert not [a for a in seen if a[2] in healthy], sorted(seen)
+
+
+def _host_panel_answer(fleet: Fleet, title: str, ref_id: str, instance: str, wait: bool = True) -> List[dict]:
+    """The result of one host-dashboard target for ``instance`` (all jobs); ``wait``: until
+    it has data."""
+    dashboard = load("ssdfleet-host.json")
+    (panel,) = [p for p in query_panels(dashboard) if p["title"] == title]
+    (target,) = [t for t in panel["targets"] if t["refId"] == ref_id]
+    expr = _substitute(target["expr"], {"job": "(ssdfleet)", "instance": instance})
+    answer = fleet.prom.wait_for_query(expr, timeout=30) if wait else fleet.prom.query(expr)
+    assert answer.get("status") == "success", answer
+    return answer["data"]["result"]
+
+
+def test_host_dashboard_controller_rows_show_the_cliff(fleet):
+    """On the controller host, the volumes table says what the fake tools' captures say: the
+    MegaRAID volume configured write-back runs write-through (WRITE-BACK LOST), the Adaptec
+    RAID 10 rebuilds at 1 %, the MegaRAID battery failed (replace: yes) at 97 % charge, and the
+    controllers table names the causes; every other host has no controller rows."""
+    db5 = fleet.hosts["db5-raid"].target
+
+    def by_key(title: str, ref_id: str, *labels: str) -> Dict[tuple, float]:
+        return {tuple(r["metric"].get(k, "") for k in labels): float(r["value"][1])
+                for r in _host_panel_answer(fleet, title, ref_id, db5)}
+
+    volumes = "Volumes: write cache now and as configured"
+    assert by_key(volumes, "C", "controller", "volume")[("megaraid/0", "0")] == 1.0  # write-back lost
+    assert by_key(volumes, "A", "controller", "volume")[("megaraid/0", "0")] == 0.0  # write-through now
+    assert by_key(volumes, "B", "controller", "volume")[("megaraid/0", "0")] == 1.0  # configured write-back
+    assert by_key(volumes, "E", "controller", "volume") == {("arcconf/1", "0"): 0.01}
+    assert ("megaraid/0", "0", "optimal") in by_key(volumes, "D", "controller", "volume", "state")
+    assert ("arcconf/1", "0", "rebuilding") in by_key(volumes, "D", "controller", "volume", "state")
+    batteries = "Batteries and flash modules (BBU, CacheVault, FBWC, ZMM)"
+    assert by_key(batteries, "F", "controller", "kind") == {("megaraid/0", "bbu"): 1.0}
+    assert by_key(batteries, "C", "controller", "kind") == {("megaraid/0", "bbu"): 0.97}
+    assert by_key(batteries, "A", "controller", "kind", "model")[("arcconf/1", "zmm", "-")] == 0.0
+    causes = by_key("RAID controllers on $instance", "D", "controller", "cause")
+    # (the Adaptec has no flash module fitted: its write-back volumes would run write-through)
+    assert causes == {("megaraid/0", "battery failed"): 1.0, ("arcconf/1", "battery missing"): 1.0}, causes
+    for name, live in fleet.hosts.items():
+        if name != "db5-raid":
+            assert _host_panel_answer(fleet, volumes, "C", live.target, wait=False) == [], name

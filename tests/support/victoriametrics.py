@@ -14,7 +14,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from tests.fakehost import AgentProcess
-from tests.livefleet import FAST_INTERVALS, SimulatedHost
+from tests.livefleet import CONTROLLER_INTERVALS, FAST_INTERVALS, SimulatedHost
 from tests.promstack import (  # noqa: F401 (fixtures)
     VMAgent,
     VMAlert,
@@ -27,6 +27,7 @@ from tests.promstack import (  # noqa: F401 (fixtures)
     vmalert_binary,
 )
 from tests.support.alerting import _alerts_text, _wait_for, alertmanager_config, shortened_rules, wait_for_page, webhook  # noqa: F401
+from tests.support.controller_host import arcconf_rebuilding, controller_tool_args, megacli_after_battery_failed
 from tests.support.dashboards import (
     DASHBOARD_FILES,
     _has_data,
@@ -100,12 +101,21 @@ def check_panels(store, timeout: float) -> Tuple[Dict[Tuple[str, int, str], str]
     return problems, runs, slowest
 
 
+def _controllers(root: Path) -> List[str]:
+    """Agent flags for a MegaRAID whose battery failed and an Adaptec rebuilding (fakes under ``root``)."""
+    tools = {"megacli": megacli_after_battery_failed(root), "arcconf": arcconf_rebuilding(root)}
+    return controller_tool_args(root, tools) + CONTROLLER_INTERVALS
+
+
 def start_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Tuple[List[SimulatedHost], List[AgentProcess]]:
     """The three simulated hosts of the end-to-end tests on other stores, each read by a real
     agent process (stopped by the test's finalizers). db0: the host whose cache is switched
     off. db1: its smartctl fails on every run (the fleet's "Collectors failing" views need
-    one). db2: a simulated day passes every second, so its drives' life left falls while the
-    test watches (the drive view's projection from the trend of life left needs that)."""
+    one), and it has RAID controllers (fake MegaCli and arcconf replaying real captures,
+    tests/support/controller_host.py: a failed battery, a volume that lost write-back, a RAID 10
+    rebuilding) for the host view's controller rows. db2: a simulated day passes every second,
+    so its drives' life left falls while the test watches (the drive view's projection from the
+    trend of life left needs that)."""
     hosts = [
         SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0, syncwrite_on="sda"),
         SimulatedHost(tmp_path / "db1", drives=DRIVES_PER_HOST, seed_offset=1),
@@ -119,7 +129,8 @@ def start_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Tuple[List[Si
         request.addfinalizer(host.stop)
         config = tmp_path / f"ssdfleet-{index}.yml"
         config.write_text(TEMPERATURE_LIMITS + "\n" + host.config_text)
-        extra = ["--config", str(config)] + (["--smartctl", str(failing_tool)] if index == 1 else [])
+        extra = ["--config", str(config)] + (["--smartctl", str(failing_tool)] + _controllers(tmp_path / "db1-raid")
+                                             if index == 1 else [])
         agent = AgentProcess(host, FAST_INTERVALS + extra)
         request.addfinalizer(agent.stop)
         agents.append(agent)
