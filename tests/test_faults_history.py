@@ -287,7 +287,9 @@ def test_a_day_back_does_not_stop_recording(tmp_path, sleep_fix):
     every = rows(db)
     assert max(ts for _, ts in every) < time.time() - DAY + 60  # all moved back with the clock
     assert len(every) >= written_at_end
-    assert 0.0 in watcher.seen["ssd_history_healthy"]
+    # The step is counted (ssd_history_clock_anomalies_total, waited for above), which no scrape
+    # can miss. ssd_history_healthy is 0 for one history interval (1 s here): the test above
+    # catches that window; this one does not insist, as a loaded machine's scrapes can step over it.
     assert log.count("the wall clock stepped back by 1 d 0 h") == 1
 
 
