@@ -103,7 +103,16 @@ def drive_head(v: DriveView) -> str:
             f"{age_line(v)}"
             + (f'<div class="holds">holds: {esc(holds_text(v.holds))}</div>' if v.holds else "")  # issue 15
             + behind_line(v)
+            + selftest_line(v)
             + "</header>")
+
+
+def selftest_line(v: DriveView) -> str:
+    """Issue 30: what smartd would tell, from the drive's own logs: its newest self-test (or the
+    one running now) and its newest logged error."""
+    said = [("self-test", v.extra.get("selftest_last")), ("self-test running", v.extra.get("selftest_running")),
+            ("last logged error", v.extra.get("error_log_last"))]
+    return "".join(f'<div class="logs">{esc(label)}: {esc(text)}</div>' for label, text in said if text)
 
 
 def behind_line(v: DriveView) -> str:
@@ -448,7 +457,7 @@ article.drive.state-critical { border-left-color:var(--crit); }
 .ident { font-size:.85rem; }
 .age { margin-left:auto; font-size:.78rem; color:var(--muted); white-space:nowrap; }
 .age.stale { color:var(--crit); font-weight:600; }
-.holds, .behind { flex-basis:100%; font-size:.82rem; color:var(--muted); }
+.holds, .behind, .logs { flex-basis:100%; font-size:.82rem; color:var(--muted); }
 .badge { display:inline-block; font-size:.72rem; font-weight:700; padding:.1rem .45rem; border-radius:3px; letter-spacing:.03em; border:1px solid; }
 .badge.state-healthy { color:var(--ok); background:var(--ok-bg); }
 .badge.state-watch { color:var(--watch); background:var(--watch-bg); }

@@ -181,6 +181,12 @@ def _errors_evidence_age(sheet: _Sheet, v: Dict[str, Any]) -> None:
     if classes.get("link"):
         sheet.line("cable errors", ", ".join(counted(n, words) for words, n in classes["link"])
                    + " (the link to the drive, not the flash)")
+    # What smartd would tell (issue 30): the newest self-test and the newest logged error.
+    extra = v.get("extra") or {}
+    for label, key in (("self-test", "selftest_last"), ("", "selftest_running"), ("error log", "error_log_last")):
+        if extra.get(key):
+            said = f"running: {extra[key]}" if key == "selftest_running" else extra[key]
+            sheet.line(label or "self-test", printable_text(said))
     # Where each figure came from, or why the agent gives none (agent/views.py, evidence).
     for index, row in enumerate(v.get("evidence") or []):
         text = (f"{row['label']} from {row['source']}" if row.get("state") == "given"

@@ -411,3 +411,13 @@ def test_an_unread_write_cache_is_not_called_as_expected(tmp_path):
     row = next(r for r in drive_rows(parse(page)) if r.attrs["data-serial"] == drive.serial)
     text = cell(row, "c-cache").text()
     assert "as expected" not in text and f"not read; should be {drive.write_cache_expected}" in text
+
+
+def test_the_drive_card_names_its_newest_self_test(tmp_path):
+    """The card of a drive with a self-test log says its newest test (sda's capture: a short
+    test that passed at power-on hour 14,417); a drive without one has no such line."""
+    snap, now = _polled(tmp_path)
+    rows = {r.attrs["data-serial"]: r for r in drive_rows(parse(render_page(snap, now, hostname="h")))}
+    sda = rows[SDA_SERIAL].text()
+    assert "self-test: Short offline: Completed without error at power-on hour 14,417" in sda
+    assert "self-test" not in rows[SHANNON_SERIAL].text()

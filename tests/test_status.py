@@ -300,3 +300,13 @@ def test_a_failing_collector_makes_a_healthy_host_a_warning(tmp_path):
     assert r.stdout.rstrip().endswith("WARNING: 1 ok, collector failing: diskstats")
     data = json.loads(run_status(host, "--json").stdout)
     assert data["severity"] == "warning" and data["exit_code"] == 1
+
+
+def test_drive_details_name_the_newest_self_test(host):
+    """`status --drive` says what smartd would: the newest self-test from the drive's own log
+    (sda's capture: a short test that passed at power-on hour 14,417), and no error-log line
+    for a drive whose log is empty."""
+    r = run_status(host, "--drive", "sda", "--color", "never")
+    lines = {line.split("  ")[0]: line for line in r.stdout.splitlines() if line and not line.startswith(" ")}
+    assert lines["self-test"].endswith("Short offline: Completed without error at power-on hour 14,417"), r.stdout
+    assert "error log" not in lines
