@@ -139,7 +139,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     from agent import memory, webconfig
     from agent.api import create_app
-    from agent.page import render_page
     from agent.poller import Poller
     from agent.views import ViewState
 
@@ -153,6 +152,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
     state = ViewState(poller.history)
 
     def page(snap, now):
+        from agent.page import render_page  # on the first page view: a scrape never needs it
+
         return render_page(snap, now, state=state)
 
     from agent import server as http_server
