@@ -18,17 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from types import SimpleNamespace
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import quote
 
-from fastapi import FastAPI, Request
-
-# At module level: with postponed annotations FastAPI resolves a handler's return type from
-# these globals; imported inside create_app, HTMLResponse stayed an unresolved forward
-# reference and every /openapi.json failed with a 500.
-from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +33,9 @@ from agent.metrics import Exposition
 from agent.server import HTTPStats
 from agent.views import DriveView, ViewState, snapshot_views, worst
 from collectors.model import Snapshot
+
+JSON = "application/json"
+HTML = "text/html; charset=utf-8"
 
 
 class CollectorOut(BaseModel):
@@ -115,28 +114,14 @@ def accepts_gzip(header: str) -> bool:
     return False
 
 
-class _PartsResponse(Response):
-    """A response sent as several body messages, so that a large part shared by every request
-    (the rendered /metrics text) goes out without a copy per request: a client slow to read
-    then holds no body of its own in the agent's memory."""
-
-    def __init__(self, parts: List[bytes], media_type: str) -> None:
-        super().__init__(b"", media_type=media_type)
-        self._parts = parts
-        self.headers["content-length"] = str(sum(len(p) for p in parts))
-
-    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        for i, part in enumerate(self._parts):
-            await send({"type": "http.response.body", "body": part, "more_body": i < len(self._parts) - 1})
-
-
 class HeadAsGet:
     """Answer ``HEAD`` wherever ``GET`` is answered (RFC 9110 asks it of every GET resource):
     run the GET and send its status and headers without the body."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        self.state = getattr(app, "state", None)  # the routes' state (the exposition), for the agent
+        self.routes = getattr(app, "routes", [])
 
     async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "HEAD":
@@ -163,6 +148,8 @@ class SlashRedirect:
 
     def __init__(self, app: Any, paths: Callable[[], Iterable[str]]) -> None:
         self.app = app
+        self.state = getattr(app, "state", None)
+        self.routes = getattr(app, "routes", [])
         self._paths = paths
 
     async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
@@ -179,42 +166,145 @@ class SlashRedirect:
         await self.app(scope, receive, send)
 
 
+Headers = List[Tuple[bytes, bytes]]
+# What a route answers: status, headers (content-type and others; content-length is added)
+# and the body in parts. The parts go out as separate ASGI messages, so a large part shared by
+# every request (the rendered /metrics text) is sent without a copy per request: a client slow
+# to read then holds no body of its own in the agent's memory.
+Answer = Tuple[int, Headers, List[bytes]]
+Handler = Callable[[Dict[str, Any]], Awaitable[Answer]]
+
+
+def _json(content: Any, status: int = 200) -> Answer:
+    # The encoding FastAPI's JSONResponse used (compact, UTF-8), so the bodies did not change.
+    body = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return status, [(b"content-type", JSON.encode())], [body]
+
+
+def _header(scope: Dict[str, Any], name: bytes) -> str:
+    for key, value in scope.get("headers") or ():
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
+
+
+async def _send(send: Any, answer: Answer) -> None:
+    status, headers, parts = answer
+    length = str(sum(len(p) for p in parts)).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": list(headers) + [(b"content-length", length)]})
+    if not parts:
+        parts = [b""]
+    for i, part in enumerate(parts):
+        await send({"type": "http.response.body", "body": part, "more_body": i < len(parts) - 1})
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    # Nothing to start or stop; answered so that an ASGI host that sends the events (a test
+    # client) gets its replies.
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class Routes:
+    """The agent's routes as an ASGI app: an exact path each, ``GET`` (and so ``HEAD``) only.
+
+    A handful of fixed paths needs no web framework: the server is our own
+    (agent/server.py), and FastAPI with starlette cost 12.5 MiB and most of the start-up
+    imports for a router of six entries (issue 32). Unknown paths get 404 and other methods
+    405 with ``Allow``, in the JSON shape FastAPI gave (``{"detail": ...}``)."""
+
+    def __init__(self) -> None:
+        self.state = SimpleNamespace()
+        self._handlers: Dict[str, Handler] = {}
+        self.routes: List[SimpleNamespace] = []  # each with .path, as FastAPI's list had
+
+    def get(self, path: str, summary: str) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self._handlers[path] = handler
+            self.routes.append(SimpleNamespace(path=path, summary=summary))
+            return handler
+        return register
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        handler = self._handlers.get(scope.get("path", ""))
+        if handler is None:
+            answer = _json({"detail": "Not Found"}, 404)
+        elif scope.get("method") != "GET":
+            status, headers, parts = _json({"detail": "Method Not Allowed"}, 405)
+            answer = (status, headers + [(b"allow", b"GET")], parts)
+        else:
+            answer = await handler(scope)
+        await _send(send, answer)
+
+    def openapi(self) -> Dict[str, Any]:
+        """An OpenAPI 3.1 description of the routes, with the drives document's schema."""
+        schema = DrivesOut.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = schema.pop("$defs", {})
+        components["DrivesOut"] = schema
+        paths: Dict[str, Any] = {}
+        for route in self.routes:
+            ok: Dict[str, Any] = {"description": "Successful Response"}
+            if route.path == "/api/v1/drives":
+                ok["content"] = {JSON: {"schema": {"$ref": "#/components/schemas/DrivesOut"}}}
+            paths[route.path] = {"get": {"summary": route.summary, "responses": {"200": ok}}}
+        return {"openapi": "3.1.0", "info": {"title": "ssdfleet", "version": __version__},
+                "paths": paths, "components": {"schemas": components}}
+
+
 def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time,
                page: Optional[Callable[[Snapshot, float], str]] = None,
-               state: Optional[ViewState] = None, http_stats: Optional[HTTPStats] = None) -> FastAPI:
+               state: Optional[ViewState] = None, http_stats: Optional[HTTPStats] = None) -> HeadAsGet:
     """``state`` (the ViewState the poller feeds) adds each drive's thinned samples and its
     flags' times to /api/v1/drives, so ``ssdfleet status --drive`` can show them.
-    ``http_stats`` (the server's counters) are appended to /metrics."""
-    app = FastAPI(title="ssdfleet", version=__version__, docs_url=None, redoc_url=None, redirect_slashes=False)
-    app.add_middleware(HeadAsGet)
-    app.add_middleware(SlashRedirect, paths=lambda: [getattr(r, "path", "") for r in app.routes])
+    ``http_stats`` (the server's counters) are appended to /metrics. The app's ``state`` holds
+    the :class:`Exposition` (``exposition``) the poller's listener feeds."""
+    routes = Routes()
     exposition = Exposition(get_snapshot, clock=clock)
-    # The agent hands each new snapshot to exposition.prepare (Poller.add_listener), so a
+    # The agent hands each new snapshot to exposition.feed (Poller.add_listener), so a
     # scrape finds the text already rendered.
-    app.state.exposition = exposition
-
+    routes.state.exposition = exposition
     views_pool = ThreadPoolExecutor(max_workers=VIEW_THREADS, thread_name_prefix="http-views")
-    app.state.views_pool = views_pool
+    routes.state.views_pool = views_pool
+    _scrape_routes(routes, exposition, get_snapshot, clock, http_stats)
+    _view_routes(routes, get_snapshot, clock, page, state, views_pool)
+    return HeadAsGet(SlashRedirect(routes, paths=lambda: [r.path for r in routes.routes]))
 
-    # async: served on the event loop from bytes rendered ahead, never queued behind a thread
-    # gzip when asked (Prometheus always asks): the snapshot's text is compressed once per
-    # snapshot by the renderer; a scrape compresses only its ages and the server's counters.
-    @app.get("/metrics")
-    async def metrics(request: Request) -> Response:
+
+def _scrape_routes(routes: Routes, exposition: Exposition, get_snapshot: Callable[[], Snapshot],
+                   clock: Callable[[], float], http_stats: Optional[HTTPStats]) -> None:
+    # Served on the event loop from bytes rendered ahead, never queued behind a thread. gzip
+    # when asked (Prometheus always asks): the snapshot's text is compressed once per snapshot
+    # by the renderer; a scrape compresses only its ages and the server's counters.
+    @routes.get("/metrics", "Prometheus exposition of the last snapshot")
+    async def metrics(scope: Dict[str, Any]) -> Answer:
         extra = http_stats.render() if http_stats is not None else b""
-        if not accepts_gzip(request.headers.get("accept-encoding", "")):
+        headers = [(b"content-type", CONTENT_TYPE_LATEST.encode())]
+        if not accepts_gzip(_header(scope, b"accept-encoding")):
             static, ages = exposition.render_parts()
-            return _PartsResponse([static, ages + extra], media_type=CONTENT_TYPE_LATEST)
-        response = _PartsResponse(list(exposition.gzip_parts(extra)), media_type=CONTENT_TYPE_LATEST)
-        response.headers["content-encoding"] = "gzip"
-        response.headers["vary"] = "Accept-Encoding"
-        return response
+            return 200, headers, [static, ages + extra]
+        headers += [(b"content-encoding", b"gzip"), (b"vary", b"Accept-Encoding")]
+        return 200, headers, list(exposition.gzip_parts(extra))
 
-    @app.get("/healthz")
-    async def healthz() -> Dict[str, Any]:
+    @routes.get("/healthz", "Liveness: the number of drives and the snapshot's age")
+    async def healthz(scope: Dict[str, Any]) -> Answer:
         snap = get_snapshot()
-        return {"status": "ok", "drives": len(snap.drives), "snapshot_age_seconds": clock() - snap.created}
+        return _json({"status": "ok", "drives": len(snap.drives), "snapshot_age_seconds": clock() - snap.created})
 
+
+def _view_routes(routes: Routes, get_snapshot: Callable[[], Snapshot], clock: Callable[[], float],
+                 page: Optional[Callable[[Snapshot, float], str]], state: Optional[ViewState],
+                 views_pool: ThreadPoolExecutor) -> None:
     def drives_json(snap: Snapshot, now: float) -> bytes:
         views = snapshot_views(snap, now, state=state)
         host = host_views.api(snap)
@@ -232,28 +322,30 @@ def create_app(get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] 
 
     shared_drives = _SharedView(drives_json, views_pool, clock)
 
-    @app.get("/api/v1/drives", response_model=DrivesOut)
-    async def drives() -> Response:
-        return Response(await shared_drives.get(get_snapshot()), media_type="application/json")
+    @routes.get("/api/v1/drives", "Every drive's view, the collectors and the problems (JSON)")
+    async def drives(scope: Dict[str, Any]) -> Answer:
+        return 200, [(b"content-type", JSON.encode())], [await shared_drives.get(get_snapshot())]
 
     # The shipped runbook, read once here (agent/runbooks.py): every alert's runbook_url points
     # at a section of it on the agent that raised the alert.
     runbook_status, runbook_page = runbooks.load_page()
 
-    @app.get(runbooks.ROUTE, response_class=HTMLResponse)
-    async def runbook() -> Response:
-        return HTMLResponse(runbook_page, status_code=runbook_status)
+    @routes.get(runbooks.ROUTE, "The runbook the alerts link to (HTML)")
+    async def runbook(scope: Dict[str, Any]) -> Answer:
+        return runbook_status, [(b"content-type", HTML.encode())], [runbook_page]
 
     if page is not None:
         shared_page = _SharedView(lambda snap, now: page(snap, now).encode(), views_pool, clock)
 
-        @app.get("/", response_class=HTMLResponse)
-        async def index() -> Response:
-            return HTMLResponse(await shared_page.get(get_snapshot()))
+        @routes.get("/", "The status page (HTML)")
+        async def index(scope: Dict[str, Any]) -> Answer:
+            return 200, [(b"content-type", HTML.encode())], [await shared_page.get(get_snapshot())]
     else:
-        @app.get("/")
-        async def index_plain() -> JSONResponse:
-            return JSONResponse({"ssdfleet": __version__,
-                                 "endpoints": ["/metrics", "/healthz", "/api/v1/drives", runbooks.ROUTE]})
+        @routes.get("/", "What the agent serves (JSON)")
+        async def index_plain(scope: Dict[str, Any]) -> Answer:
+            return _json({"ssdfleet": __version__,
+                          "endpoints": ["/metrics", "/healthz", "/api/v1/drives", runbooks.ROUTE]})
 
-    return app
+    @routes.get("/openapi.json", "This description")
+    async def openapi(scope: Dict[str, Any]) -> Answer:
+        return _json(routes.openapi())

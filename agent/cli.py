@@ -12,6 +12,7 @@ import logging
 import os
 import signal as signal_mod
 import sys
+import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -139,7 +140,6 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     from agent import memory, webconfig
     from agent.api import create_app
-    from agent.page import render_page
     from agent.poller import Poller
     from agent.views import ViewState
 
@@ -153,6 +153,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
     state = ViewState(poller.history)
 
     def page(snap, now):
+        from agent.page import render_page  # on the first page view: a scrape never needs it
+
         return render_page(snap, now, state=state)
 
     from agent import server as http_server
@@ -170,8 +172,13 @@ def cmd_agent(args: argparse.Namespace) -> int:
     http_server.quiet_repeats()
     nofile = http_server.raise_nofile_limit()
     cap = http_server.connection_cap(config.http_max_connections, nofile)
+    # Listen first, discover after (issue 32): the poller starts once the socket listens, so a
+    # scrape during discovery (3-4 s at 1,024 drives) is answered with the agent's own series
+    # and no drives yet, as for any snapshot before a source has run.
+    starter = threading.Thread(target=poller.start, name="poll-start", daemon=True)
     server = http_server.AgentServer(app, host, port, stats=http_stats, ssl_context=webconfig.ssl_context(web),
-                                     request_timeout=config.http_request_timeout_seconds, max_connections=cap)
+                                     request_timeout=config.http_request_timeout_seconds, max_connections=cap,
+                                     on_listening=starter.start)
     log.info("ssdfleet %s starting: collectors %s; open files limit %s",
              __version__, ",".join(config.collectors), nofile)
     # Daemons that tools start outside their process group are reparented to the agent and
@@ -180,10 +187,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
         ORPHANS.start()
     SignalHandling(reload=Reloader(lambda: _fill_state_dir(_config(args)), poller, web),
                    stop=server.stop, note=poller.note_signal).install()
-    poller.start()
     try:
         server.run()
     finally:
+        if starter.is_alive():  # stopped during discovery: its tool calls are bounded
+            starter.join(2 * (config.tool_timeout_seconds + config.tool_kill_grace_seconds) + 1.0)
         _stop_agent(poller, server.stop_signal, LIVE, ORPHANS)
     if not server.started:
         return 1  # the bind failed; the server logged why

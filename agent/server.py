@@ -64,7 +64,7 @@ import struct
 import termios
 import threading
 import time
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 from urllib.parse import unquote
 
 import h11
@@ -794,8 +794,10 @@ class AgentServer:
                  ssl_context: Optional[ssl.SSLContext] = None,
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                 stalled_bytes_budget: int = STALLED_BYTES_BUDGET) -> None:
+                 stalled_bytes_budget: int = STALLED_BYTES_BUDGET,
+                 on_listening: Optional[Callable[[], None]] = None) -> None:
         self.app = app
+        self.on_listening = on_listening  # called on the loop once the socket listens
         self.host = host
         self.port = port
         self.stats = stats if stats is not None else HTTPStats()
@@ -824,6 +826,8 @@ class AgentServer:
         server = await self._listen(shared, sockets)
         if server is None:
             return
+        if self.on_listening is not None:
+            self.on_listening()
         previous = self._capture_signals()  # through the shutdown: a second signal hurries it
         try:
             await self._stop.wait()

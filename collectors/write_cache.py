@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import re
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from collectors import numbers
@@ -606,6 +607,25 @@ class WriteCacheReader:
             result, self.smartctl, SOURCE_SMARTCTL, lambda text: parse_smartctl_wcache_text(text, status), False
         )
 
+    @staticmethod
+    def wants_tool(kind: str, sysfs: Sequence[WriteCacheState]) -> bool:
+        """Whether the drive's own tool has something to add to what sysfs said (see the
+        class docstring: ATA and NVMe always, SCSI only without a sysfs answer)."""
+        return kind in (KIND_ATA, KIND_NVME) or (kind == KIND_SCSI and not sysfs)
+
+    def ask_drive(self, block_device: str, kind: str, sysfs: Sequence[WriteCacheState]) -> List[WriteCacheState]:
+        """The drive's own answers (tools only; ``sysfs`` is what :meth:`read_sysfs` found)."""
+        asked: List[Optional[WriteCacheState]] = []
+        if kind == KIND_ATA:
+            asked.append(self._hdparm(block_device))
+            if asked[-1] is None:  # hdparm not installed: smartctl can read the same bit
+                asked.append(self._smartctl(block_device, kind))
+        elif kind == KIND_NVME:
+            asked.append(self._nvme(block_device))
+        elif kind == KIND_SCSI and not sysfs:
+            asked.append(self._smartctl(block_device, kind))
+        return [state for state in asked if state is not None]
+
     def read(self, block_device: str, kind: str, standby: bool = False) -> List[WriteCacheState]:
         """Every answer for ``block_device`` (kernel name: sda, nvme0n1, dfa), sysfs first.
 
@@ -614,17 +634,7 @@ class WriteCacheReader:
         states = self.read_sysfs(block_device)
         if standby:
             return states
-        asked: List[Optional[WriteCacheState]] = []
-        if kind == KIND_ATA:
-            asked.append(self._hdparm(block_device))
-            if asked[-1] is None:  # hdparm not installed: smartctl can read the same bit
-                asked.append(self._smartctl(block_device, kind))
-        elif kind == KIND_NVME:
-            asked.append(self._nvme(block_device))
-        elif kind == KIND_SCSI and not states:
-            asked.append(self._smartctl(block_device, kind))
-        states.extend(state for state in asked if state is not None)
-        return states
+        return states + self.ask_drive(block_device, kind, states)
 
 
 # ------------------------------------------------------------------ the source
@@ -632,12 +642,42 @@ class WriteCacheReader:
 log = logging.getLogger("ssdfleet.write_cache")
 
 
+@dataclass(frozen=True)
+class DriveAnswer:
+    """The drive's own answer (its tool's states), when it was asked and what sysfs said then:
+    it stands until the SMART interval has passed or sysfs says something else."""
+
+    states: Tuple[WriteCacheState, ...]
+    asked_at: float
+    kind: str
+    sysfs: Tuple[Tuple[str, str], ...]
+
+
+def _sysfs_key(states: Sequence[WriteCacheState]) -> Tuple[Tuple[str, str], ...]:
+    # State and source only: a changed detail (an errno in the text) is not a new answer.
+    return tuple((s.source, s.state) for s in states)
+
+
 class WriteCacheSource(Source):
     """Reads the cache state of every drive of the scheduler's inventory that has a kernel
     block device of its own (``Target.queue_device``: the namespace nvme0n1 for the NVMe
-    controller nvme0; none for a drive behind a RAID controller), as the drive's kind asks
-    (hdparm for ATA, nvme get-feature for NVMe, smartctl for SCSI without sysfs answers), and
-    sysfs only for a drive its health source found asleep."""
+    controller nvme0; none for a drive behind a RAID controller).
+
+    Tool calls by need (issue 32): sysfs (queue/write_cache, the SCSI cache_type) is read on
+    every pass, since it costs a file read. The drive's own tool (hdparm for ATA, nvme
+    get-feature for NVMe, smartctl for SCSI without sysfs answers) is asked when the drive has
+    no answer yet, when its kind changed, when sysfs says something other than it said at the
+    last ask (libata revalidates a drive after a write-cache SET FEATURES, so ``hdparm -W0``
+    shows in cache_type and queue/write_cache on a direct-attached disk), and otherwise once
+    per SMART interval (``intervals.smartctl``, 5 minutes by default): 12 tool calls per
+    drive-hour instead of 60. Between asks the drive's last answer stands under its own source
+    name (``hdparm``, ``nvme_feature``, ``smartctl``), so the evidence still says who gave the
+    value. A change made behind the kernel's back (a SAS HBA or USB bridge passing the command
+    through) shows within one SMART interval, as it would in the SMART data.
+
+    A drive its health source found asleep: sysfs only, no tool, and the last answer is not
+    shown (it may predate the sleep); the next ask after it wakes is not forced.
+    """
 
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
@@ -652,29 +692,62 @@ class WriteCacheSource(Source):
             dev_root=config.paths.dev,
         )
         self._states: Dict[str, Tuple[Tuple[WriteCacheState, ...], float]] = {}
+        self._answers: Dict[str, DriveAnswer] = {}
+        self.drive_asks_total = 0  # times a drive's own tool was asked (bench/tool_calls_bench.py)
+
+    def _tool_interval(self) -> float:
+        intervals = getattr(self.ctx.config, "intervals", None)
+        return float(getattr(intervals, "smartctl", 300.0))
+
+    def _due(self, name: str, kind: str, sysfs: Sequence[WriteCacheState], now: float) -> bool:
+        last = self._answers.get(name)
+        return (last is None or last.kind != kind or last.sysfs != _sysfs_key(sysfs)
+                or now - last.asked_at >= self._tool_interval())
+
+    def _read(self, name: str, block: str, kind: str, asleep: bool, now: float):
+        """(sysfs states, a new DriveAnswer or None): runs in the device's probe slot."""
+        sysfs = tuple(self.reader.read_sysfs(block))
+        if asleep or not self.reader.wants_tool(kind, sysfs) or not self._due(name, kind, sysfs, now):
+            return sysfs, None
+        asked = tuple(self.reader.ask_drive(block, kind, sysfs))
+        return sysfs, DriveAnswer(asked, now, kind, _sysfs_key(sysfs))
 
     def run(self, budget: Optional[float] = None) -> RunResult:
+        # A failure read in this pass counts (errors); the standing answer of an earlier ask
+        # that failed keeps the run from being a success without counting again (unread).
         errors: List[str] = []
+        standing: List[str] = []
         now = self.ctx.clock()
         states = dict(self._states)
+        seen = set()
         for target in self.ctx.targets():
-            name = target.queue_device
-            if name is None:
+            block = target.queue_device
+            if block is None:
                 continue
+            seen.add(target.name)
             asleep = target.power_state == "standby"
             got = self.ctx.probe(
                 target.name,
-                lambda b=name, k=target.kind, z=asleep: tuple(self.reader.read(b, k, standby=z)),
+                lambda n=target.name, b=block, k=target.kind, z=asleep: self._read(n, b, k, z, now),
             )
             if got is None:
                 continue
-            states[target.name] = (got, now)
-            for s in got:
+            sysfs, answer = got
+            if answer is not None:
+                self._answers[target.name] = answer
+                self.drive_asks_total += 1
+            last = self._answers.get(target.name)
+            drive = () if asleep or last is None or not self.reader.wants_tool(target.kind, sysfs) else last.states
+            states[target.name] = (sysfs + drive, now)
+            for s in sysfs + drive:
                 if s.state == "unknown" and s.detail:
-                    errors.append(f"{target.name} {s.source}: {s.detail}")
-        self._failures.run(errors)
+                    fresh = s in sysfs or answer is not None
+                    (errors if fresh else standing).append(f"{target.name} {s.source}: {s.detail}")
+        for gone in set(self._answers) - seen:
+            del self._answers[gone]
+        self._failures.run(errors + standing)
         self._states = states
-        return RunResult(tuple(errors))
+        return RunResult(tuple(errors), tuple(standing))
 
     def report(self) -> Report:
         return Report(per_drive=dict(self._states))

@@ -77,7 +77,7 @@ EXPOSITION_MAY_IMPORT = {"collectors", "collectors.model", "collectors.registry"
 EXPOSITION = {
     "agent.health", "agent.views", "agent.durability", "agent.projection", "agent.endurance",
     "agent.metrics", "agent.api", "agent.server", "agent.page", "agent.page_chart", "agent.host_views",
-    "agent.status_table", "agent.status_drive", "agent.runbooks", "agent.text",
+    "agent.status_table", "agent.status_drive", "agent.runbooks", "agent.text", "agent.exposition_render",
 }
 
 

@@ -1,0 +1,94 @@
+"""What each import of the agent's start costs in resident memory and time.
+
+A fresh interpreter (``--python``, this one by default) imports the modules below one after
+another, in the order ``ssdfleet agent`` first needs them, from ``--tree`` (this checkout by
+default, or another to compare), and reports after each the growth of VmRSS and the time
+taken; ``--rounds`` fresh interpreters, medians printed. A module another one already pulled
+in costs nothing at its own step. Then ``python -X importtime`` of the whole agent start's
+imports, its ten costliest cumulative entries.
+
+Usage: ``python bench/import_cost.py [--tree PATH] [--rounds 3]``. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# What cmd_agent imports, in order, with the third-party libraries first on their own.
+STEPS = ["prometheus_client", "pydantic", "yaml", "bcrypt", "h11", "asyncio", "sqlite3",
+         "collectors.registry", "agent.config", "agent.cli", "agent.poller", "agent.views", "agent.server",
+         "agent.webconfig", "agent.api", "agent.page"]
+
+_CHILD = r"""
+import importlib, json, sys, time
+def rss():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+out = [("python", rss(), 0.0)]
+for name in sys.argv[1:]:
+    started = time.perf_counter()
+    importlib.import_module(name)
+    out.append((name, rss(), time.perf_counter() - started))
+print(json.dumps(out))
+"""
+
+
+def one_round(python: str, tree: Path) -> List:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([python, "-c", _CHILD] + STEPS, capture_output=True, text=True, env=env,
+                         cwd=str(tree), check=True, timeout=300)
+    return json.loads(out.stdout)
+
+
+def importtime(python: str, tree: Path, top: int = 10) -> List[str]:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    code = "import agent.cli, agent.poller, agent.views, agent.server, agent.webconfig, agent.api"
+    err = subprocess.run([python, "-X", "importtime", "-c", code], capture_output=True, text=True, env=env,
+                         cwd=str(tree), timeout=300).stderr
+    rows = []
+    for line in err.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), parts[2].rstrip()))
+    return [f"{us / 1000:8.1f} ms  {name}" for us, name in sorted(rows, reverse=True)[:top]]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", default=str(ROOT))
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    tree = Path(args.tree)
+    load = os.getloadavg()[0]
+    rounds = [one_round(args.python, tree) for _ in range(args.rounds)]
+    print(f"tree {tree}, {args.rounds} fresh interpreters, load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
+    print("| import | RSS growth MiB | time ms | RSS after MiB |")
+    print("|---|---:|---:|---:|")
+    growth: Dict[str, float] = {}
+    for i, (name, _, _) in enumerate(rounds[0]):
+        after = statistics.median(r[i][1] for r in rounds) / 1024
+        before = statistics.median(r[i - 1][1] for r in rounds) / 1024 if i else 0.0
+        took = statistics.median(r[i][2] for r in rounds) * 1000
+        growth[name] = after - before
+        print(f"| {name} | {after - before:.1f} | {took:.0f} | {after:.1f} |")
+    print()
+    print("python -X importtime, costliest cumulative entries:")
+    for line in importtime(args.python, tree):
+        print("   ", line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
