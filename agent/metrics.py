@@ -433,6 +433,8 @@ DRIVE_SECTIONS: Tuple[Callable[[_DriveFamilies, Drive, List[str]], None], ...] =
 SECTION_INPUTS: Dict[Callable, Callable[[Drive], Tuple]] = {
     _identity: lambda d: (d.reading, health.health_data_time(d.last_poll)),
     _health: lambda d: (d.reading,),
+    _smart_logs: lambda d: (d.reading.smart_logs, d.reading.power_on_seconds),
+    _ata_attributes: lambda d: (d.reading.ata_attributes,),
     _write_cache: lambda d: (d.write_cache, d.write_cache_expected, d.power_loss_protection),
     _holds: lambda d: (d.holds,),
     _endurance: lambda d: (d.rated_endurance_bytes, d.projections),
