@@ -1,6 +1,6 @@
 """The health rules of a RAID controller, its volumes and its battery, once: the page, ``ssdfleet
 status``, the metrics and the shipped alert rules (deploy/prometheus/ssdfleet-controller-alerts.yml,
-checked against these constants by tests/test_controller_rules.py) say the same.
+checked against these constants by tests/sources/controllers/test_controller_rules.py) say the same.
 
 Why they matter on a database host (docs/controllers.md): a volume configured write-back that runs
 write-through makes every fsync wait for the drives (the cliff); a degraded volume is one failure

@@ -170,7 +170,7 @@ def ata_attributes(spec: DriveSpec, st: DriveState, layout: str) -> List[Dict[st
                             raw_string=f"{celsius} (Min/Max 18/{max_celsius})"))
         elif liteon and name == "Total_LBAs_Written":
             # LITEON firmware counts 32 MiB units, the own-firmware LCH (LCH-256V2S) GiB
-            # (collectors/smartctl/attributes.py, tests/test_liteon_lch.py); smartctl, not
+            # (collectors/smartctl/attributes.py, tests/sources/smartctl/test_liteon_lch.py); smartctl, not
             # knowing the drive, calls the attribute Total_LBAs_Written.
             out.append(_row(row, raw=int(st.host_written // liteon_unit)))
         elif liteon and name == "Total_LBAs_Read":

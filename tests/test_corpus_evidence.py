@@ -28,7 +28,7 @@ def test_corpus_evidence_report(capsys) -> None:
     for figure, reasons in rep.withheld.items():
         assert "other" not in reasons, (figure, reasons)
     # the standards and the vendor attributes agree on most drives that carry both; the rest
-    # are the broken counters the normaliser recognises (tests/test_host_writes.py)
+    # are the broken counters the normaliser recognises (tests/sources/smartctl/test_host_writes.py)
     for figure in corpus_report.FIELDS:
         assert rep.both[figure] >= 300
         assert rep.agree[figure] / rep.both[figure] >= 0.85, figure

@@ -32,7 +32,7 @@ from collectors.nvme_vendor.nvme_cli import (
 from collectors.smartctl import NoSmartData, parse_scan_json, parse_scan_text, parse_smartctl_json
 from collectors.smartctl.text_report import parse_smartctl_text_reading
 from tests.conftest import ROOT, fixture_files
-from tests.test_smartctl_corpus import _carries_host_writes, _carries_wear, _is_ssd
+from tests.sources.smartctl.test_smartctl_corpus import _carries_host_writes, _carries_wear, _is_ssd
 
 SHARED_COUNTS = {"smartctl-json": 206, "smartctl-text": 367, "nvme-cli": 8}
 OWN_FILES = {"smartctl-json": 1, "smartctl-text": 1}  # ssdfleet__standby-sleep-dev-null.json; seed001__ (seeds/001), see their PROVENANCE rows

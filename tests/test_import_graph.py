@@ -219,7 +219,7 @@ def test_the_length_check_sees_a_long_function(tmp_path):
 # them right now (the list may only shrink).
 TEST_IMPORTS_ALLOWED = {
     # issue 29 (the smartctl parsers): the corpus summary reads the corpus test's predicates
-    ("tests/test_corpus_summary.py", "tests.test_smartctl_corpus"),
+    ("tests/test_corpus_summary.py", "tests.sources.smartctl.test_smartctl_corpus"),
 }
 
 

@@ -157,7 +157,7 @@ _WD_MARVELL = r"\bWDS\d{3}[GT]\d[BR]0A\b"
 # Host write/read counters whose unit is not the one smartctl's printed name says. Each group
 # was found by dividing the attribute by the same drive's ATA Device Statistics "Logical
 # Sectors Written/Read" (ACS: counted in logical sectors, no vendor unit) over the vendored
-# corpus; tests/test_host_writes.py re-does that division for every file and prints the
+# corpus; tests/sources/smartctl/test_host_writes.py re-does that division for every file and prints the
 # table. Evidence per group: the model it was seen on and devstat / raw in 512-byte sectors.
 # Raw counts in GiB (devstat / raw = 2**21 sectors): Apacer AS340 960GB (not the AS350, whose
 # 241 is in sectors), Gigabyte GP-GSTFS30512GTTD, Hikvision HS-SSD-C100, KingSpec P3-256,
@@ -185,7 +185,7 @@ _32MIB_241 = (
 # Host_Reads_32MiB, but these firmwares count GiB. Each real report with device statistics says so:
 # Logical Sectors Written equals raw x 2**21 sectors modulo 2**32 (the devstat counter kept in 32
 # bits) to within one GiB, on GC72201 (LCH-128V2S), WC87901, 3C87902 and FC82202 (LCH-256V2S;
-# tests/test_liteon_lch.py), and raw x 32 MiB is less than the device statistics' own count on every
+# tests/sources/smartctl/test_liteon_lch.py), and raw x 32 MiB is less than the device statistics' own count on every
 # one of them. The HP firmware of the same drive (LCH-256V2S-HP) counts 32 MiB, as the entry says.
 _LITEON_LCH_GIB = r"\bLITEON LCH-\d+V2S$"
 # Raw counts in sectors although the name says 32 MiB or GiB (devstat / raw = 1, exactly):
@@ -341,7 +341,7 @@ ATTRIBUTE_TABLE: Tuple[AttributeRule, ...] = (
     # in the corpus), and the database itself names the same counter NAND_GiB_Written on the
     # SanDisk members of the family. Read as GiB it agrees with the drives' own wear: 410 NAND
     # cycles at 11% used (OCZ Agility 3), 705 at 15% (Mushkin Chronos), 367 at 9% (Kingston V300),
-    # i.e. 3,500-5,000 rated cycles, the MLC these drives carry (tests/test_sandforce.py).
+    # i.e. 3,500-5,000 rated cycles, the MLC these drives carry (tests/sources/smartctl/test_sandforce.py).
     _R(233, "SandForce_Internal", NAND_WRITTEN, GIB, RAW, family=r"SandForce Driven SSDs",
        note="SandForce: GiB written to the flash"),
     _R(249, "NAND_Writes_1GiB", NAND_WRITTEN, GIB, RAW),

@@ -278,7 +278,7 @@ def _device_statistics(doc: Dict[str, Any]) -> Dict[str, int]:
 
 
 # ATA Device Statistics counters that are not what they say, each seen in the vendored corpus
-# (tests/test_host_writes.py): all 48 value bits set (SSSTC ER2-GD480); fewer sectors than
+# (tests/sources/smartctl/test_host_writes.py): all 48 value bits set (SSSTC ER2-GD480); fewer sectors than
 # commands, when every command moves at least one sector (Crucial MX500, SanDisk CloudSpeed and
 # SD8SN8U); and counters the firmware keeps in 32 bits (Crucial BX500/MX500/BX200, Kingston
 # A400, Transcend SSD370S, Supermicro SSDs and SATA DOMs, several small vendors), recognised by
@@ -350,7 +350,7 @@ COMPRESSING_WRITE_AMPLIFICATION_RANGE = (0.14, 50.0)
 # Their NAND writes are 249 NAND_Writes_1GiB, as the drive database names it for each of them;
 # the other SF-2281 drives ("SandForce Driven SSDs": Kingston HyperX, OCZ Vertex 3, Corsair
 # Force 3 ...) have 233 named SandForce_Internal there, a counter nothing documents, so it is
-# not read as NAND writes (tests/test_sandforce.py).
+# not read as NAND writes (tests/sources/smartctl/test_sandforce.py).
 _COMPRESSING_FAMILY = re.compile(r"SandForce|Seagate Nytro|Intel 520|Intel 330/335|Intel 53x and Pro 1500",
                                  re.IGNORECASE)
 

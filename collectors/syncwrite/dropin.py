@@ -22,7 +22,7 @@ The alternative, running the probe in the root probe helper, was not taken: the 
 need ``ReadWritePaths=`` just the same, and as root it would write where DAC permissions stop
 the agent's user; the drop-in keeps the writes with the unprivileged user, in a directory that
 user owns. ``ReadWritePaths=`` is not part of ``systemd-analyze security``'s score: the agent
-stays at its exposure (tests/test_syncwrite_sandbox.py measures it with the drop-in).
+stays at its exposure (tests/sources/syncwrite/test_syncwrite_sandbox.py measures it with the drop-in).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """Fake hosts with drives behind a RAID controller, for the dashboard fleet (tests/livefleet.py)
-and the drive-view tests (tests/test_controller_views.py).
+and the drive-view tests (tests/sources/controllers/test_controller_views.py).
 
 Every tool replays real captures (tests/fixtures/*/PROVENANCE.tsv), found through the tool
 paths a user configures; the hosts compose captures of several public hosts, said where:
 
-* :func:`megaraid_drives_host`: the fake smartctl of tests/test_e2e_controller_drives.py, which
+* :func:`megaraid_drives_host`: the fake smartctl of tests/sources/controllers/test_e2e_controller_drives.py, which
   answers ``--scan-open`` with a real scan listing seven disks behind ``/dev/bus/6``
   (``megaraid,8`` ... ``megaraid,14``, influxdata/telegraf's test case) and each ``-d
   megaraid,N`` read with the captured report of a different drive;
 * :func:`megacli_after_battery_failed`: MegaCli answering as on check_raid issue 39's host after
   its battery wanted replacing (volume configured write-back, running write-through; battery
   failed, 97 % charge, 30 C), with a PERC 6/i's -AdpAllInfo and another host's -PDList
-  (tests/controller_fakes.MEGACLI), as tests/test_e2e_controller_alerts.py runs it;
+  (tests/controller_fakes.MEGACLI), as tests/sources/controllers/test_e2e_controller_alerts.py runs it;
 * :func:`arcconf_rebuilding`: an Adaptec whose RAID 10 rebuilds (1 %), no flash module;
 * :func:`storcli_volumes_only`: storcli answering ``/call/vall show all J`` only, with
   yunionio/cloudpods' capture of a controller whose drives have the device ids 9 ... 17, the

@@ -49,7 +49,7 @@ from tests.support.alerting import (  # noqa: F401 (webhook is a fixture)
 )
 from tests.support.e2e import SDA_SERIAL
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a loop device needs root")
 
 # Small enough for a 16 MiB tmpfs.

@@ -578,7 +578,7 @@ def test_supports_json() -> None:
 # tests/golden/smartctl_expected.yaml holds numbers as they appear in the raw files, with their
 # units; the conversion happens here, so the golden file can be checked against a fixture by eye.
 
-GOLDEN = Path(__file__).parent / "golden" / "smartctl_expected.yaml"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "smartctl_expected.yaml"
 GOLDEN_ENTRIES: List[Dict[str, Any]] = yaml.safe_load(GOLDEN.read_text())
 
 GOLDEN_UNIT_BYTES = {"32MiB": 32 * 1024 * 1024, "GiB": 1024**3, "nvme_data_unit": 512_000}

@@ -1,6 +1,6 @@
 """The drive view names its controller, slot and volume (issue 28).
 
-The host of tests/test_e2e_controller_drives.py (eight drives behind a MegaRAID that a fake
+The host of tests/sources/controllers/test_e2e_controller_drives.py (eight drives behind a MegaRAID that a fake
 smartctl reads with ``-d megaraid,N``), plus a direct NVMe drive and a fake storcli that answers
 ``/call/vall show all J`` with a real capture (tests/support/controller_host.py): the controller
 source matches a drive to its slot by the MegaRAID device id (the N of ``-d megaraid,N``). The
