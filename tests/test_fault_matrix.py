@@ -59,13 +59,21 @@ def host(tmp_path) -> FakeHost:
 # -- item 5: SIGTERM is a clean stop ---------------------------------------------------------
 
 
+def _have_readings(agent: AgentProcess, serials) -> bool:
+    """Whether the agent's API gives each of ``serials`` a power-on time (a reading is in)."""
+    drives = {d["serial"]: d for d in json.loads(agent.get("/api/v1/drives"))["drives"]}
+    return all(s in drives and drives[s].get("power_on_seconds") is not None for s in serials)
+
+
 def test_sigterm_stops_cleanly_flushes_history_and_ends_tools_in_flight(host):
     # nvme1's smartctl hangs for 60 s: it is in flight when systemd's SIGTERM comes.
     host.set_response("smartctl", "nvme1", read_fixture("fakehost/scrutiny__smart-nvme-failed.json"), sleep=60)
     agent = start(host)
     try:
         wait_for(lambda: any("/dev/nvme1" in c for c in host.calls()), timeout=10)
-        time.sleep(0.5)
+        # the drives read before nvme1 are in the snapshot (so in history, in memory) before the
+        # signal: on a loaded machine their readings can land after nvme1's call has begun
+        wait_for(lambda: _have_readings(agent, (SDA_SERIAL, NVME0_SERIAL, SHANNON_SERIAL)), timeout=30)
         tools = [p for p in descendants(agent.proc.pid)]
         assert tools, "no tool in flight to end"
         started = time.monotonic()
