@@ -210,12 +210,16 @@ def test_drive_details_from_the_agent(seeded_agent):
     assert [(name, mark) for name, (mark, _, _) in methods.items()] == [
         ("observed", " "), ("rated", "*"), ("trend", " ")]
     by_method = {p["method"]: p for p in api["projections"]}
+    earlier = {p["method"]: p for p in before["projections"]}
     for name, (_, verdict, inputs) in methods.items():
         p = by_method[name]
         if p["wearout_timestamp"] is None:
             assert verdict == f"no date: {p['note']}", verdict
         else:
-            assert verdict.startswith(time.strftime("%Y-%m-%d", time.gmtime(p["wearout_timestamp"]))), verdict
+            # 45 years out, one more sample between the reads moves a date by days: either read's
+            days = {time.strftime("%Y-%m-%d", time.gmtime(q["wearout_timestamp"]))
+                    for q in (p, earlier[name]) if q["wearout_timestamp"] is not None}
+            assert verdict[:10] in days, (verdict, days)
         assert list(inputs) == [label for label, _ in input_rows(p)]
         assert not any("_" in label for label in inputs), list(inputs)  # words, not the API's keys
     # observed waits: 1% of life used is too little to extrapolate from whole percents
