@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 
@@ -85,3 +89,14 @@ def _documented_metrics() -> set:
         if m:
             names.add(m.group(1))
     return names
+
+
+def alerts_in(path: Path) -> Dict[str, Dict[str, Any]]:
+    """The alerting rules of one rule file, by alert name."""
+    return {r["alert"]: r for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"] if "alert" in r}
+
+
+def promtool_check_rules(path: Path) -> None:
+    """``promtool check rules`` passes on the file (the caller is marked needs_promtool)."""
+    out = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -6,32 +6,30 @@ one promtool call per file."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
-import yaml
 
 from collectors import controller_health as rules
 from collectors.controller_model import BATTERY_STATES, VOLUME_STATES, Battery, CachePolicy, VirtualDisk
 from tests.conftest import ROOT
 from tests.support.rules import (
     METRICS_DOC,
-    PROMTOOL,
     RUNBOOK_BASE,
     _documented_metrics,
     _runbook_anchors,
+    alerts_in,
     metric_names,
     needs_promtool,
+    promtool_check_rules,
 )
 
 RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-controller-alerts.yml"
-ALERTS = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"] if "alert" in r}
+ALERTS = alerts_in(RULES)
 
 
 @needs_promtool
 def test_promtool_checks_the_rule_file():
-    out = subprocess.run([PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
+    promtool_check_rules(RULES)
 
 
 def test_prometheus_config_loads_it_and_unit_tests_cover_every_alert():

@@ -18,21 +18,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.controller_fakes import FakeSmartctlBehindController
-from tests.fakehost import AgentProcess, FakeHost
-
-SJ = "smartctl-json/"
-# -d type -> (capture, the serial it prints)
-BEHIND = {
-    "megaraid,8": (SJ + "scrutiny__smart-ata-failed-scrutiny.json", "S14LNEACC02756X"),
-    "megaraid,9": (SJ + "scrutiny__smart-ata-full.json", "S3YZNB0KB00864E"),
-    "megaraid,10": (SJ + "scrutiny__smart-ata2.json", "S24ZN902000L"),
-    "megaraid,11": (SJ + "scrutiny__smart-scsi2.json", "Z4028VRY0000C810BZXB"),
-    "megaraid,12": (SJ + "telegraf__testcases_device_megaraid.json", "ZAD2C11G"),
-    "megaraid,13": (SJ + "telegraf__testcases_device_scsi_extended.json", "XYZZZZ"),
-    "megaraid,14": (SJ + "telegraf__testcases_device_usb.json", "06c9f4c44"),
-}
-CONFIGURED = ("megaraid,15", SJ + "scrutiny__smart-fail2.json", "MSK423Y20S3HBC")
+from tests.fakehost import AgentProcess
+from tests.support.controller_host import BEHIND, CONFIGURED, megaraid_drives_host
 
 
 def _power_on_hours(fixture: str) -> int:
@@ -43,17 +30,7 @@ def _power_on_hours(fixture: str) -> int:
 
 @pytest.fixture
 def controller_host(tmp_path: Path):
-    host = FakeHost(tmp_path)
-    smartctl = FakeSmartctlBehindController(tmp_path)
-    smartctl.answer("version", "fakehost/smartctl-version.txt")
-    smartctl.answer("scan", SJ + "telegraf__testcases_scan_megaraid.json")
-    for dev_type, (fixture, _serial) in BEHIND.items():
-        smartctl.answer(f"{dev_type}_6", fixture)
-    smartctl.answer(f"{CONFIGURED[0]}_sda", CONFIGURED[1])
-    # The controller's volume as the kernel sees it: a write-back queue and busy counters.
-    host.block_device("sda", 1875385008, write_cache="write back", model="PERC H730P Mini")
-    host.diskstats("   8       0 sda 120 10 9000 50 400 20 64000 300 0 280 350 0 0 0 0 4 2\n")
-    return host, smartctl
+    return megaraid_drives_host(tmp_path)
 
 
 def _samples(text: str, name: str):

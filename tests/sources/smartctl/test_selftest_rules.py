@@ -6,10 +6,8 @@ in tests/test_rules.py, one promtool call per file."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
-import yaml
 
 from agent import health
 from agent.metrics import make_registry
@@ -17,22 +15,22 @@ from collectors.model import Drive, Snapshot
 from collectors.smartctl import parse_smartctl_json, parse_smartctl_text_reading
 from tests.conftest import ROOT, read_fixture
 from tests.support.rules import (
-    PROMTOOL,
     RUNBOOK_BASE,
     _documented_metrics,
     _runbook_anchors,
+    alerts_in,
     metric_names,
     needs_promtool,
+    promtool_check_rules,
 )
 
 RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-selftest-alerts.yml"
-ALERTS = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"] if "alert" in r}
+ALERTS = alerts_in(RULES)
 
 
 @needs_promtool
 def test_promtool_checks_the_rule_file():
-    out = subprocess.run([PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
+    promtool_check_rules(RULES)
 
 
 def test_prometheus_config_loads_it_packaging_ships_it_and_unit_tests_cover_every_alert():
