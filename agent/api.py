@@ -308,7 +308,7 @@ def _view_routes(routes: Routes, get_snapshot: Callable[[], Snapshot], clock: Ca
     def drives_json(snap: Snapshot, now: float) -> bytes:
         views = snapshot_views(snap, now, state=state)
         host = host_views.api(snap)
-        return DrivesOut(
+        out = DrivesOut(
             version=__version__,
             generated=now,
             snapshot_created=snap.created,
@@ -318,7 +318,16 @@ def _view_routes(routes: Routes, get_snapshot: Callable[[], Snapshot], clock: Ca
             problems=list(snap.problems),
             host=host,
             **host_views.legacy_api(host),
-        ).model_dump_json().encode()
+        )
+        # Each drive's pre-issue-27 keys (``syncwrite``), kept for one release: only when a
+        # host source has a value beside some drive, so the usual body is pydantic's own dump.
+        legacy = [host_views.legacy_drive_keys(v.beside) for v in views]
+        if not any(legacy):
+            return out.model_dump_json().encode()
+        body = out.model_dump(mode="json")
+        for drive, keys in zip(body["drives"], legacy):
+            drive.update(keys)
+        return json.dumps(body).encode()
 
     shared_drives = _SharedView(drives_json, views_pool, clock)
 

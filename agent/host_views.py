@@ -11,7 +11,7 @@ that section. No I/O besides that log line.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Mapping, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from collectors import registry
 from collectors.model import Snapshot
@@ -75,6 +75,34 @@ def per_drive(snap: Snapshot) -> Dict[str, Dict[str, Any]]:
         for serial, value in values.items():
             out.setdefault(serial, {})[name] = value
     return out
+
+
+def latency_burst(beside: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The drive's sync-write latency burst (collectors.source.LatencyBurst plus ``source``)
+    from what host sources show beside it (a :func:`per_drive` value): the first source in
+    registry order whose view times writes there; None when none did."""
+    for name, view in registry.HOST_VIEWS:
+        if view.latency is None or name not in beside:
+            continue
+        burst = _call(name, "latency", lambda v=view, x=beside[name]: v.latency(x), None)
+        if burst is not None:
+            return dict(burst, source=name)
+    return None
+
+
+def legacy_drive_keys(beside: Mapping[str, Any]) -> Dict[str, Any]:
+    """The per-drive keys a drive's JSON carried before issue 27 (``syncwrite``: the probe's
+    newest burst on the drive), from what host sources show beside it; kept for one release."""
+    return {view.legacy_api_key: beside[name] for name, view in registry.HOST_VIEWS
+            if view.legacy_api_key and view.per_drive is not None and name in beside}
+
+
+def legacy_latency_burst(drive: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """An older agent's drive JSON (no ``latency_burst``): the burst from its pre-issue-27
+    per-drive keys, so ``ssdfleet status`` reads agents of the last release too."""
+    beside = {name: drive[view.legacy_api_key] for name, view in registry.HOST_VIEWS
+              if view.legacy_api_key and view.latency is not None and drive.get(view.legacy_api_key)}
+    return latency_burst(beside) if beside else None
 
 
 def page_sections(snap: Snapshot, esc: Callable[[str], str]) -> str:

@@ -266,15 +266,16 @@ def _ms(seconds: float) -> str:
 
 
 def latency_cell(v: DriveView) -> str:
-    """Synchronous writes: the sync-write probe's burst when it runs on this drive, else the
-    mean time of one write and one cache flush from /proc/diskstats over the last minutes."""
-    probe = v.syncwrite
-    if probe and probe.get("latency_median_seconds") is not None:
-        p99 = probe.get("latency_p99_seconds")
-        body = (f'<span class="num">{esc(_ms(probe["latency_median_seconds"]))}</span> median'
+    """Synchronous writes: a host source's burst timed on this drive (the sync-write probe's)
+    when one times writes there, else the mean time of one write and one cache flush from
+    /proc/diskstats over the last minutes."""
+    burst = v.latency_burst
+    if burst:
+        p99 = burst.get("p99_seconds")
+        body = (f'<span class="num">{esc(_ms(burst["median_seconds"]))}</span> median'
                 + (f", p99 {esc(_ms(p99))}" if p99 is not None else "")
-                + f'<div class="muted">{esc(probe["method"])} of 8 kB in {esc(probe["directory"])}</div>')
-        return _fact("c-latency", "Sync-write latency", body, f'{probe["latency_median_seconds"]:.6f}')
+                + f'<div class="muted">{esc(burst["how"])}</div>')
+        return _fact("c-latency", "Sync-write latency", body, f'{burst["median_seconds"]:.6f}')
     write, flush = v.write_latency_seconds, v.flush_latency_seconds
     if write is None and flush is None:
         body = '<span class="muted">measured once the agent has run a minute</span>'
@@ -527,8 +528,8 @@ ol.methods li.chosen > b { color:var(--line-c); }
 table.inputs { border-collapse:collapse; font-size:.8rem; margin-top:.1rem; max-width:100%; }
 table.inputs th, table.inputs td { padding:0 .6rem 0 0; border:0; text-align:left; font-weight:normal; vertical-align:top; overflow-wrap:anywhere; }
 table.inputs th { color:var(--muted); }
-section.syncwrite { margin-top:1rem; }
-section.syncwrite h2 { font-size:1rem; }
+section.host { margin-top:1rem; }
+section.host h2 { font-size:1rem; }
 .scroll { overflow-x:auto; background:var(--card); border:1px solid var(--line); border-radius:6px; }
 table.drives { border-collapse:collapse; width:100%; }
 table.drives th, table.drives td { text-align:left; padding:.35rem .6rem; border-bottom:1px solid var(--line); }

@@ -208,13 +208,15 @@ def _c_bad(v: Any) -> Cell:
 
 
 def latency_text(v: Any) -> str:
-    """The drive's sync-write latency in words: the sync-write probe's burst when it runs on
-    this drive, else the mean write and cache-flush time from /proc/diskstats over the last
+    """The drive's sync-write latency in words: a host source's burst of synchronous writes on
+    this drive (the sync-write probe's) when one times writes there, else the mean write and cache-flush time from /proc/diskstats over the last
     minutes; "" when neither is known yet."""
-    probe = _get(v, "syncwrite")
-    if probe and probe.get("latency_median_seconds") is not None:
-        p99 = probe.get("latency_p99_seconds")
-        return (f"{probe['method']} of 8 kB in {probe['directory']}: median {_ms(probe['latency_median_seconds'])}"
+    burst = _get(v, "latency_burst")
+    if burst is None and isinstance(v, dict):  # an agent of the last release
+        burst = host_views.legacy_latency_burst(v)
+    if burst:
+        p99 = burst.get("p99_seconds")
+        return (f"{burst['how']}: median {_ms(burst['median_seconds'])}"
                 + (f", p99 {_ms(p99)}" if p99 is not None else ""))
     write, flush = _get(v, "write_latency_seconds"), _get(v, "flush_latency_seconds")
     parts = []

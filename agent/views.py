@@ -117,10 +117,11 @@ class DriveView:
     write_latency_seconds: Optional[float] = None
     flush_latency_seconds: Optional[float] = None
     latency_window_seconds: Optional[float] = None
-    # The sync-write probe's latest burst in a directory on this drive (SyncWriteView as a
-    # dict), when the probe runs there.
-    syncwrite: Optional[Dict[str, Any]] = None
-    # What host sources show beside this drive, by source (a RAID controller's slot and volume).
+    # A burst of synchronous writes timed on this drive by a host source (the sync-write probe),
+    # as collectors.source.LatencyBurst plus ``source``; None when no source times writes here.
+    latency_burst: Optional[Dict[str, Any]] = None
+    # What host sources show beside this drive, by source (a RAID controller's slot and volume,
+    # the sync-write probe's newest burst).
     beside: Dict[str, Any] = field(default_factory=dict)
 
 
@@ -313,8 +314,8 @@ def snapshot_views(snap: Snapshot, now: float, state: Optional[ViewState] = None
     views = [drive_view(d, now) for d in drive_list(snap)]
     beside = host_views.per_drive(snap)
     for v in views:
-        v.syncwrite = beside.get(v.serial, {}).get("syncwrite")
-        v.beside = {k: x for k, x in beside.get(v.serial, {}).items() if k != "syncwrite"}
+        v.beside = beside.get(v.serial, {})
+        v.latency_burst = host_views.latency_burst(v.beside)
     if state is not None:
         for v in views:
             v.history = state.history(v.serial)

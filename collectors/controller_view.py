@@ -291,7 +291,7 @@ def page(result: ControllerResult, drives: Sequence[Any], esc: Callable[[str], s
     heads = "".join(f'<th scope="col">{h}</th>' for h in ("controller", "volume", "RAID", "state", "write cache now",
                                                           "configured", "drives' caches", "OS device"))
     controllers = "".join(f"<li>{esc(line)}</li>" for line in status_lines(value) if not line.startswith(" "))
-    return (f'<section class="controllers"><h2>RAID controller ({esc(result.tool)})</h2><ul>{controllers}</ul>'
+    return (f'<section class="host controllers"><h2>RAID controller ({esc(result.tool)})</h2><ul>{controllers}</ul>'
             f'<div class="scroll"><table class="drives"><thead><tr>{heads}</tr></thead><tbody>{"".join(rows)}'
             f"</tbody></table></div><ul>{batteries}</ul></section>")
 

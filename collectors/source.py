@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypedDict
 
 from collectors import evidence
 from collectors.model import Drive, DriveReading
@@ -303,6 +303,17 @@ class HelperChecks:
 HelperRule = Callable[[HelperChecks, str, List[str]], Optional[Command]]
 
 
+class LatencyBurst(TypedDict):
+    """A burst of synchronous writes timed on one drive, as any host source that measures one
+    gives it: the median and 99th percentile of one write (seconds; p99 None with too few
+    writes) and ``how`` in words (``fdatasync of 8 kB in /var/lib/postgresql``). The agent adds
+    ``source``, the name of the source that measured it."""
+
+    median_seconds: float
+    p99_seconds: Optional[float]
+    how: str
+
+
 @dataclass(frozen=True)
 class HostView:
     """How a host source's results are shown, defined in the source's folder. Each hook is a
@@ -316,8 +327,12 @@ class HostView:
     block, from the API's value (status reads the agent over HTTP). ``page(result, drives,
     esc)``: the HTML section of the status page (``esc`` escapes text). ``legacy_api_key``: a
     top-level key of /api/v1/drives that carried the same value before issue 27, kept for one
-    release. ``per_drive(result, drives)``: serial -> a JSON-able value shown beside that drive
-    (the sync-write probe's newest burst on the drive), or None."""
+    release; a source with ``per_drive`` also keeps it in each drive's JSON, with that drive's
+    value. ``per_drive(result, drives)``: serial -> a JSON-able value shown beside that drive
+    (the sync-write probe's newest burst on the drive), or None. ``latency(value)``: for a
+    source that times synchronous writes on a drive, its per-drive value as the generic
+    :data:`LatencyBurst` the page and ``status`` show as the drive's sync-write latency (None:
+    nothing measured there); the first such source in registry order wins."""
 
     families: Callable[[Any, Sequence[Drive]], List[Any]]
     api: Callable[[Any, Sequence[Drive]], Any]
@@ -326,6 +341,7 @@ class HostView:
     page: Callable[[Any, Sequence[Drive], Callable[[str], str]], str]
     legacy_api_key: Optional[str] = None
     per_drive: Optional[Callable[[Any, Sequence[Drive]], Dict[str, Any]]] = None
+    latency: Optional[Callable[[Any], Optional[LatencyBurst]]] = None
 
 
 @dataclass(frozen=True)

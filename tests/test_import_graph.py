@@ -12,7 +12,7 @@ import ast
 import dataclasses
 import importlib
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Dict, Iterator, List, Set, Tuple
 
 from tests.conftest import ROOT
 
@@ -130,6 +130,34 @@ def test_policy_and_exposition_import_no_source_module():
                 wrong.append(f"{name} imports {imported}")
             elif top == "agent" and imported not in EXPOSITION | {"agent"}:
                 wrong.append(f"{name} imports {imported} (not policy or exposition)")
+    assert not wrong, "\n".join(wrong)
+
+
+def _code_strings(path: Path) -> Iterator[Tuple[int, str]]:
+    """(line, text) of every string constant in ``path`` that is not a docstring."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+            yield n.lineno, n.value
+
+
+def test_policy_and_exposition_name_no_source():
+    """Issue 27: policy and exposition treat a source by its role and its spec's hooks, never by
+    its name: no string in their code is a registered source's name (``"syncwrite"``). A name
+    that is also a field of the reading model (``write_cache``, the drive's cache state) is the
+    field, not the source, and is allowed."""
+    from collectors import registry
+    from collectors.model import Drive
+
+    fields = {f.name for f in dataclasses.fields(Drive)}
+    names = {spec.name for spec in registry.SOURCES} - fields
+    assert "syncwrite" in names and "megaraid" in names
+    wrong = [f"{_module_name(path)}:{line} names the source {text!r}"
+             for path in _modules("agent") if _module_name(path) in EXPOSITION
+             for line, text in _code_strings(path) if text in names]
     assert not wrong, "\n".join(wrong)
 
 

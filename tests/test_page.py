@@ -395,6 +395,48 @@ def test_latency_beside_the_write_cache(tmp_path):
     assert "2 ms" in text and "per write" in text and "per flush" not in text  # no flush in between
 
 
+def test_the_burst_beside_a_drive_is_generic_and_the_old_key_stays_a_release(tmp_path):
+    """Issue 27: the agent takes a drive's sync-write burst from whichever host source's view
+    declares ``latency`` (the probe's), never by the source's name. The drive's JSON carries it
+    as ``latency_burst`` with the source that measured it, the probe's own value under
+    ``beside``, and for one release the pre-issue-27 ``syncwrite`` key; ``status`` reads both."""
+    import dataclasses
+
+    from fastapi.testclient import TestClient
+
+    from agent.api import create_app
+    from agent.status_table import latency_text
+    from agent.views import snapshot_views
+    from collectors.syncwrite import SyncWriteResult
+
+    snap, now = _polled(tmp_path)
+    burst = SyncWriteResult(directory="/srv/wal", method="O_DSYNC", started=now - 30,
+                            latencies=tuple([0.0005] * 99 + [0.004]), device="sda")
+    snap = dataclasses.replace(snap, host={"syncwrite": (burst,)})
+    views = {v.serial: v for v in snapshot_views(snap, now)}
+    got = views[SDA_SERIAL].latency_burst
+    assert got["source"] == "syncwrite" and got["how"] == "O_DSYNC of 8 kB in /srv/wal"
+    assert got["median_seconds"] == pytest.approx(0.0005) and got["p99_seconds"] >= got["median_seconds"]
+    assert views[SDA_SERIAL].beside["syncwrite"]["directory"] == "/srv/wal"
+    others = [v for s, v in views.items() if s != SDA_SERIAL]
+    assert others and all(v.latency_burst is None and "syncwrite" not in v.beside for v in others)
+    with TestClient(create_app(lambda: snap, clock=lambda: now)) as client:
+        drives = {d["serial"]: d for d in client.get("/api/v1/drives").json()["drives"]}
+    sda = drives[SDA_SERIAL]
+    assert sda["latency_burst"] == got
+    assert sda["syncwrite"] == sda["beside"]["syncwrite"]  # the pre-issue-27 key, one release
+    assert all("syncwrite" not in d for s, d in drives.items() if s != SDA_SERIAL)
+    text = latency_text(sda)
+    assert text.startswith("O_DSYNC of 8 kB in /srv/wal: median 0.5 ms, p99 ")
+    # An agent of the last release: no latency_burst, the old key only; the same words.
+    old = {k: v for k, v in sda.items() if k not in ("latency_burst", "beside")}
+    assert latency_text(old) == text
+    # A skipped burst times nothing: no burst, and the diskstats fallback speaks instead.
+    skipped = dataclasses.replace(burst, latencies=(), skipped="read_only")
+    snap2 = dataclasses.replace(snap, host={"syncwrite": (skipped,)})
+    assert next(v for v in snapshot_views(snap2, now) if v.serial == SDA_SERIAL).latency_burst is None
+
+
 def test_an_unread_write_cache_is_not_called_as_expected(tmp_path):
     """A drive with an expectation whose cache state could not be read: the page says it was
     not read and what it should be, never "as expected"."""

@@ -111,6 +111,7 @@ SPEC = SourceSpec(
         page=view.page_section,
         legacy_api_key="syncwrite",
         per_drive=view.newest_by_serial,
+        latency=view.latency,
     ),
     priority=95,
     commands=(SourceCommand(

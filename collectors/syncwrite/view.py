@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Summa
 from pydantic import BaseModel
 
 from collectors.diskstats import drive_device_for
+from collectors.source import LatencyBurst
 from collectors.syncwrite.probe import SyncWriteResult, summarise
 
 # device and serial: the drive the directory lives on, as the per-drive series name it, so
@@ -76,6 +77,17 @@ def newest_by_serial(results: Iterable[SyncWriteResult], drives: Iterable = ()) 
         if probe.serial and (probe.serial not in out or probe.started > out[probe.serial]["started"]):
             out[probe.serial] = probe.model_dump()
     return out
+
+
+def latency(value: Dict) -> Optional[LatencyBurst]:
+    """The newest burst on a drive (a :func:`newest_by_serial` value, or the per-drive
+    ``syncwrite`` key of an older agent's JSON) as the generic latency burst; None when the
+    burst was skipped or timed nothing."""
+    median = value.get("latency_median_seconds") if isinstance(value, dict) else None
+    if median is None:
+        return None
+    return LatencyBurst(median_seconds=median, p99_seconds=value.get("latency_p99_seconds"),
+                        how=f"{value['method']} of 8 kB in {value['directory']}")
 
 
 def status_lines(items: Iterable[Dict]) -> List[str]:
@@ -156,7 +168,7 @@ def page_section(results: Iterable[SyncWriteResult], drives: Iterable, esc) -> s
                 f"<td>{q[k] * 1e6:,.0f} µs</td>" if k in q else "<td>-</td>" for k in (0.5, 0.99))
         rows.append(f"<tr><td>{esc(r.directory)}</td><td>{esc(where)}</td><td>{esc(r.method)}</td>"
                     f"<td>{r.ops}</td>{measured}</tr>")
-    return ('<section class="syncwrite"><h2>Sync-write probe</h2><div class="scroll"><table class="drives">'
+    return ('<section class="host syncwrite"><h2>Sync-write probe</h2><div class="scroll"><table class="drives">'
             '<thead><tr><th scope="col">directory</th><th scope="col">drive</th><th scope="col">sync</th>'
             '<th scope="col">writes</th><th scope="col">ops/s</th><th scope="col">median</th>'
             '<th scope="col">p99</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></div></section>")
