@@ -42,7 +42,7 @@ def test_nothing_runs_when_the_scheduler_is_off(tmp_path):
         process = agent(host, selftest)
         try:
             process.wait_ready(timeout=TIMEOUT)
-            wait_for(lambda: len(host.calls_matching("--info")) >= 4, timeout=TIMEOUT)  # four SMART polls
+            wait_for(lambda host=host: len(host.calls_matching("--info")) >= 4, timeout=TIMEOUT)  # four SMART polls
             text = process.get("/metrics").decode()
         finally:
             process.stop()
