@@ -329,3 +329,24 @@ def selftest_reason(logs) -> Optional[str]:
     at = f" at power-on hour {last.power_on_hours:,}" if last.power_on_hours is not None else ""
     lba = f", first failing LBA {last.failing_lba}" if last.failing_lba is not None else ""
     return f"last self-test failed: {last.description or 'self-test'}{at}: {last.status}{lba}"
+
+
+# -- self-tests overdue (SSDSelfTestOverdue, deploy/prometheus/ssdfleet-selftest-alerts.yml) -
+
+# The self-test scheduler (collectors/selftest/) exports, per drive and test type, its schedule's
+# period (a day for the daily short test, a week for the weekly long one) and when the newest
+# test of the type ran to its end (or when the schedule began covering the drive). One missed
+# window is tolerated (a night the drive was busy throughout: the scheduler retries the next
+# one); a second one opens a ticket. The grace covers a test late in its window following one
+# early in it (the default window is 4 hours).
+SELFTEST_OVERDUE_PERIODS = 2
+SELFTEST_OVERDUE_GRACE_SECONDS = 6 * 3600
+
+
+def selftest_overdue(last_completed: Optional[float], period_seconds: Optional[float], now: float) -> Optional[bool]:
+    """Whether a scheduled test type is overdue on a drive: more than two of its schedule's
+    periods and the grace have passed since the newest test of the type ran to its end. None
+    without a schedule (the scheduler is off, or the type is not scheduled)."""
+    if last_completed is None or period_seconds is None:
+        return None
+    return now - last_completed > SELFTEST_OVERDUE_PERIODS * period_seconds + SELFTEST_OVERDUE_GRACE_SECONDS

@@ -16,6 +16,7 @@ from collectors.fusionio import source as fusionio
 from collectors.megaraid import source as megaraid
 from collectors.nvme_vendor import source as nvme_vendor
 from collectors.plugin import source as plugin
+from collectors.selftest import source as selftest
 from collectors.shannon import source as shannon
 from collectors.smartctl import source as smartctl
 from collectors.source import HEALTH, DeviceFamily, HostView, SourceSpec
@@ -35,6 +36,7 @@ SOURCES: Tuple[SourceSpec, ...] = (
     ssacli.SPEC,
     arcconf.SPEC,
     plugin.SPEC,
+    selftest.SPEC,
 )
 
 BY_NAME: Dict[str, SourceSpec] = {spec.name: spec for spec in SOURCES}

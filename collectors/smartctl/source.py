@@ -487,8 +487,8 @@ def checked_type(requested: str) -> str:
 def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Command]:
     """Which smartctl commands the probe helper runs for this source: ``--version``, the four
     scans, and a SMART read in every form :func:`argv_for` builds. ``-g`` (the write cache) is
-    the write_cache source's."""
-    if tool != "smartctl" or "-g" in args:
+    the write_cache source's; ``-t`` and ``-c`` (a self-test and its status) the selftest source's."""
+    if tool != "smartctl" or "-g" in args or "-t" in args or "-c" in args:
         return None
     path = checks.paths["smartctl"]
 
