@@ -37,7 +37,7 @@ def test_prometheus_config_loads_it_packaging_ships_it_and_unit_tests_cover_ever
     assert "ssdfleet-selftest-alerts.yml" in (ROOT / "deploy/prometheus/prometheus.yml").read_text()
     assert 'deploy/prometheus/ssdfleet-*.yml' in (ROOT / "packaging/build.sh").read_text()
     tested = set(re.findall(r"alertname: (\w+)", (ROOT / "tests/rules/selftest_test.yml").read_text()))
-    assert tested == set(ALERTS) == {"SSDSelfTestFailed", "SSDErrorLogGrowing", "SSDAttributeFailingNow"}
+    assert tested == set(ALERTS) == {"SSDSelfTestFailed", "SSDErrorLogGrowing", "SSDAttributeFailingNow", "SSDSelfTestOverdue"}
 
 
 @pytest.mark.parametrize("name", sorted(ALERTS))
