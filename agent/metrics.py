@@ -415,7 +415,7 @@ def _temperature_history(f: _DriveFamilies, history, labels: List[str]) -> None:
             "its own recommended maximum operating temperature.", labels, history.above_limit_seconds, ["sensor"])
     f.gauge("ssd_temperature_history_max_celsius", "Highest temperature in the drive's own temperature history.",
             labels, history.max_celsius, ["sensor"])
-    f.gauge("ssd_temperature_critical_limit_celsius", "The drive's absolute temperature limit, above its "
+    f.gauge("ssd_temperature_critical_limit_celsius", "The drive's absolute temperature limit, at or above its "
             "recommended operating maximum (ATA SCT Max Temperature Limit).", labels,
             history.absolute_limit_celsius, ["sensor"])
 
