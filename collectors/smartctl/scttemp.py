@@ -213,7 +213,10 @@ def _text_table(lines: List[str]) -> List[Optional[int]]:
             continue
         skipped = _SKIPPED.match(line)
         if skipped and table:
-            table.extend([table[-1]] * int(skipped.group("count")))
+            # never more than one entry past what any table holds: a garbled count then fails
+            # the size check (read_history withholds the table) instead of filling memory
+            count = min(int(skipped.group("count")), sl.SCT_TABLE_MAX + 1 - len(table))
+            table.extend([table[-1]] * max(count, 0))
             continue
         break
     return table

@@ -178,6 +178,15 @@ def test_sct_text_table_expands_skipped_rows() -> None:
     assert truncated.samples is None and any("a table of 4 entries with size 8" in w for w in withheld)
 
 
+def test_sct_text_garbled_skip_count_is_bounded_and_withheld() -> None:
+    lines = list(_TEXT)
+    lines[9] = " ...    ..(999999999999 skipped).    ..  *************************"
+    doc = scttemp.text_section(lines)
+    assert sl.SCT_TABLE_MAX < len(doc[scttemp.PATH]["table"]) <= sl.SCT_TABLE_MAX + len(lines)
+    withheld: list = []
+    assert scttemp.read_history(doc, withheld).samples is None and withheld
+
+
 @pytest.mark.parametrize("lines", [
     ["SCT Temperature History Version:     2", "Temperature Logging Interval:        ten minutes"],
     ["SCT Temperature History Version:     2", "Min/Max recommended Temperature:      hot Celsius"],
@@ -320,8 +329,8 @@ def test_nvme_text_garbage_row_is_named() -> None:
                             " 0   Sideways          ???"])
 
 
-def test_the_hand_checked_captures_of_issue_30_number_over_forty() -> None:
-    from tests.sources.smartctl.test_smart_logs import HAND_CHECKED
-    names = {h[0] for h in HAND_CHECKED} | {h[0] for h in SCT_HAND_CHECKED} | {h[0] for h in SCSI_HAND_CHECKED} | {
-        h[0] for h in NVME_HAND_CHECKED}
-    assert len(names) >= 40 + len(NVME_HAND_CHECKED)
+def test_these_hand_checked_tables_add_to_test_smart_logs() -> None:
+    """test_smart_logs.py holds 41 hand-checked captures of ATA/NVMe self-test and error logs;
+    these add captures it does not name (NVMe text self-test logs, SCSI self-test logs, SCT)."""
+    names = [h[0] for h in SCT_HAND_CHECKED + SCSI_HAND_CHECKED + NVME_HAND_CHECKED]
+    assert len(names) == len(set(names)) >= 22
