@@ -402,6 +402,24 @@ def _smart_logs(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:
     for direction, count in logs.uncorrected:
         f.counter("ssd_scsi_uncorrected_errors", "SCSI error counter log: total uncorrected errors, by direction.",
                   ids + [direction], count, ["direction"])
+    _temperature_history(f, logs.temperature_history, ids + ["drive"])
+
+
+def _temperature_history(f: _DriveFamilies, history, labels: List[str]) -> None:
+    """The drive's SCT temperature history (issue 30, collectors/smartctl/scttemp.py), on the
+    ``drive`` sensor like ssd_temperature_celsius: how long it covers, how much of it was above
+    the drive's recommended maximum, its highest sample, and the drive's absolute limit."""
+    if history is None:
+        return
+    f.gauge("ssd_temperature_history_window_seconds", "Time the drive's own temperature history covers "
+            "(ATA SCT: logged samples x logging interval).", labels, history.window_seconds, ["sensor"])
+    f.gauge("ssd_temperature_history_above_limit_seconds", "Time within that history the drive logged above "
+            "its own recommended maximum operating temperature.", labels, history.above_limit_seconds, ["sensor"])
+    f.gauge("ssd_temperature_history_max_celsius", "Highest temperature in the drive's own temperature history.",
+            labels, history.max_celsius, ["sensor"])
+    f.gauge("ssd_temperature_critical_limit_celsius", "The drive's absolute temperature limit, at or above its "
+            "recommended operating maximum (ATA SCT Max Temperature Limit).", labels,
+            history.absolute_limit_celsius, ["sensor"])
 
 
 def _ata_attributes(f: _DriveFamilies, d: Drive, ids: List[str]) -> None:

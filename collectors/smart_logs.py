@@ -13,6 +13,13 @@ the bounds each figure must pass are beside them, with the standard they come fr
   with the power-on hour (16 bits). NVMe counts its error-information entries in the SMART /
   Health log (Number of Error Information Log Entries, 128 bits).
 * SCSI error counter log pages 02h/03h/05h (SPC-4): total uncorrected errors by direction.
+* SCSI self-test results log page 10h (SPC-4): 20 entries of 20 bytes, newest first, the
+  self-test code, the result nibble, the power-on hours at the test (16 bits that stop at
+  FFFFh rather than wrap) and the address of the first failure.
+* ATA SCT temperature history (ACS-3 SCT Data Table 2, log E1h after SCT command 5): a circular
+  table of one signed byte per logging interval (at most 478 entries in the 512-byte table),
+  80h for an interval with no sample, and the drive's recommended operating range and its
+  absolute limits.
 
 Every record is absent (None, empty) where the drive did not report it: absent is not zero.
 """
@@ -75,17 +82,58 @@ class LoggedError:
     command: str = ""  # the command that failed: "READ DMA EXT"
 
 
+# SCT temperature history (ACS-3 "SCT Temperature History Table"): the table holds at most 478
+# one-byte entries; the logging interval and sampling period are 16-bit minute counts.
+SCT_TABLE_MAX = 478
+SCT_INTERVAL_MAX_MINUTES = (1 << 16) - 1
+# A logged sample or a limit outside this range is no drive temperature (the same bounds as the
+# drive's current temperature, collectors/smartctl/json_report.TEMPERATURE_RANGE).
+SCT_CELSIUS_RANGE = (-40, 150)
+
+
+@dataclass(frozen=True)
+class TemperatureHistory:
+    """What the drive's own SCT temperature history shows (smartctl ``-l scttemp``). Only the
+    samples the drive logged count: an interval with no sample (80h, JSON ``null``, text ``?``:
+    the drive was off or the table not yet filled) is neither above nor below anything, so
+    ``window_seconds`` is the logged samples x the logging interval, not the table's size."""
+
+    logging_interval_seconds: int
+    sampling_period_seconds: Optional[int] = None
+    size: int = 0  # entries in the circular table
+    samples: Optional[int] = None  # entries holding a temperature; None: no table, or not one to trust
+    max_celsius: Optional[int] = None  # the highest logged sample
+    # the drive's recommended maximum operating temperature ("Min/Max recommended
+    # Temperature"; JSON temperature.op_limit_max), and its absolute over-temperature limit
+    operating_limit_celsius: Optional[int] = None
+    absolute_limit_celsius: Optional[int] = None
+    above_limit_samples: Optional[int] = None  # logged samples above operating_limit_celsius
+
+    @property
+    def window_seconds(self) -> Optional[int]:
+        if self.samples is None:
+            return None
+        return self.samples * self.logging_interval_seconds
+
+    @property
+    def above_limit_seconds(self) -> Optional[int]:
+        if self.above_limit_samples is None:
+            return None
+        return self.above_limit_samples * self.logging_interval_seconds
+
+
 @dataclass(frozen=True)
 class SmartLogs:
     """A drive's logs as one read gave them (``source``: where they were read from)."""
 
     source: str = ""
     self_tests: Tuple[SelfTest, ...] = ()  # newest first
-    self_test_running: Optional[SelfTest] = None  # NVMe: the test in progress now
+    self_test_running: Optional[SelfTest] = None  # NVMe, SCSI: the test in progress now
     error_count: Optional[int] = None  # lifetime errors the drive logged
     last_error: Optional[LoggedError] = None
     # SCSI error counter log: total uncorrected errors by direction (read, write, verify)
     uncorrected: Tuple[Tuple[str, int], ...] = ()
+    temperature_history: Optional[TemperatureHistory] = None  # ATA SCT (-l scttemp)
     withheld: Tuple[str, ...] = ()  # what was read but could not be true, each with why
 
     @property
@@ -104,7 +152,7 @@ class SmartLogs:
 
     def empty(self) -> bool:
         return not (self.self_tests or self.self_test_running or self.error_count is not None
-                    or self.uncorrected or self.withheld)
+                    or self.uncorrected or self.temperature_history is not None or self.withheld)
 
 
 # ATA SMART attribute table (ATA/ATAPI-8 and earlier: SMART READ DATA, 30 entries of 12 bytes).

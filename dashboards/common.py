@@ -183,7 +183,10 @@ def stat_panel(
     width: int = 4,
     height: int = 4,
     color_mode: common_models.BigValueColorMode = common_models.BigValueColorMode.BACKGROUND,
+    mapping: Optional[Dict[str, Tuple[str, str]]] = None,
 ) -> stat.Panel:
+    """A single value; ``mapping`` shows values as words in colours (value -> (text, colour)),
+    for flags such as a self-test that failed."""
     panel = (
         stat.Panel()
         .title(title)
@@ -197,6 +200,8 @@ def stat_panel(
         .span(width)
         .height(height)
     )
+    if mapping:
+        panel = panel.mappings(value_text(mapping))
     if description:
         panel = panel.description(description)
     return panel

@@ -35,6 +35,10 @@ from dashboards.common import (
 
 UID = "ssdfleet-drive"
 SEL = '{job=~"$job", instance="$instance", serial="$serial"}'
+DRIVE_SENSOR = '{job=~"$job", instance="$instance", serial="$serial", sensor="drive"}'
+# The age of the last self-test turns orange when a weekly long test was missed, red past a month.
+SELFTEST_AGE_ORANGE = 8 * 86400
+SELFTEST_AGE_RED = 31 * 86400
 DAY = 86400
 RATE = "$__rate_interval"
 # How far ahead predict_linear looks, and over how much history it fits the slope.
@@ -295,6 +299,122 @@ def build() -> models.Dashboard:
                 "32 PMR read-only).",
                 width=12,
                 height=8,
+            )
+        )
+        .with_row(row("Self-tests and the drive's logs"))
+        .with_panel(
+            stat_panel(
+                "Last self-test",
+                COUNT,
+                [query(f"ssd_selftest_last_failed{SEL}", instant=True)],
+                description="The newest finished self-test in the drive's own log (ATA, NVMe, SCSI): passed or "
+                "found a fault (SSDSelfTestFailed pages on it). Its type and words are in the table beside.",
+                steps=PROBLEM_THRESHOLDS,
+                mapping={"0": ("passed", "green"), "1": ("FAILED", "red")},
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Age of the last self-test",
+                SECONDS,
+                [query(f"ssd_selftest_last_age_seconds{SEL}", instant=True)],
+                description="Power-on time since the newest finished self-test, on the drive's own clock (whole "
+                "hours). Orange past 8 days (a weekly long test missed), red past 31.",
+                steps=((None, "green"), (SELFTEST_AGE_ORANGE, "orange"), (SELFTEST_AGE_RED, "red")),
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Self-test running",
+                COUNT,
+                [query(f"ssd_selftest_running{SEL}", instant=True)],
+                description="A self-test is running on the drive now (its latency may rise while it does).",
+                steps=((None, "green"), (1, "blue")),
+                mapping={"0": ("no", "green"), "1": ("running", "blue")},
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Failed entries in the self-test log",
+                COUNT,
+                [query(f"ssd_selftest_failed_entries{SEL}", instant=True)],
+                description="Entries of the drive's self-test log (its newest 20 or 21) that found a fault; not a "
+                "lifetime count.",
+                steps=PROBLEM_THRESHOLDS,
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Last self-test: type and result",
+                [query(f"ssd_selftest_last_result{SEL}", as_table=True)],
+                description="ssd_selftest_last_result: the newest finished test's type (short, extended, ...) and "
+                "result (passed, failed, aborted, interrupted). The failing LBA is in /api/v1/drives.",
+                width=8,
+                height=4,
+                transformations=merge_and_organize(
+                    ["type", "result"], hidden=("Time", "job", "instance", "device", "serial", "__name__", "Value")
+                ),
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Error-log entries",
+                COUNT,
+                [
+                    query(f"ssd_error_log_entries_total{SEL}", legend="lifetime", ref_id="A"),
+                    query(
+                        f"ssd_error_log_entries_total{SEL} - min_over_time(ssd_error_log_entries_total{SEL}[1d])",
+                        legend="last day",
+                        ref_id="B",
+                    ),
+                ],
+                description="Errors the drive logged in its life (ATA SMART error log count, NVMe error-information "
+                "entries); \"last day\" counts those above the day's lowest count, as SSDErrorLogGrowing does.",
+                min_val=0,
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "SCSI uncorrected errors",
+                COUNT,
+                [query(f"ssd_scsi_uncorrected_errors_total{SEL}", legend="{{direction}}", ref_id="A")],
+                description="SAS/SCSI error counter log: total uncorrected errors by direction (read, write, "
+                "verify). Empty for ATA and NVMe drives.",
+                min_val=0,
+            )
+        )
+        .with_row(row("Temperature history (the drive's own)"))
+        .with_panel(
+            timeseries_panel(
+                "Drive temperature and its own limits",
+                CELSIUS,
+                [
+                    query(f"ssd_temperature_celsius{DRIVE_SENSOR}", legend="now (each poll)", ref_id="A"),
+                    query(f"ssd_temperature_history_max_celsius{DRIVE_SENSOR}", legend="highest in its history",
+                          ref_id="B"),
+                    query(f"ssd_temperature_limit_celsius{DRIVE_SENSOR}", legend="limit (recommended maximum)",
+                          ref_id="C"),
+                    query(f"ssd_temperature_critical_limit_celsius{DRIVE_SENSOR}", legend="absolute limit",
+                          ref_id="D"),
+                ],
+                description="The drive sensor at each poll, the highest temperature in the drive's own SCT history "
+                "(one sample per logging interval, between polls too), and the limits the drive states. ATA drives "
+                "with an SCT temperature history only.",
+            )
+        )
+        .with_panel(
+            timeseries_panel(
+                "Time above its own limit",
+                SECONDS,
+                [
+                    query(f"ssd_temperature_history_above_limit_seconds{DRIVE_SENSOR}", legend="above the limit",
+                          ref_id="A"),
+                    query(f"ssd_temperature_history_window_seconds{DRIVE_SENSOR}", legend="history covers",
+                          ref_id="B"),
+                ],
+                description="Of the time the drive's own temperature history covers, how long it logged above its "
+                "recommended maximum (SSDTemperatureAboveOwnLimit files a ticket when that is not 0).",
+                min_val=0,
             )
         )
         .with_row(row("I/O (iostat)"))

@@ -41,6 +41,12 @@ OTHER_DRIVE_FAMILIES = {"ssd_data_age_seconds": (0.0, 2.0**33),
                         "ssd_selftest_failed_entries": (0.0, 21.0),
                         "ssd_error_log_entries_total": (0.0, float(MAX_EVENTS)),
                         "ssd_scsi_uncorrected_errors_total": (0.0, float(MAX_EVENTS)),
+                        # the SCT temperature history (collectors/smartctl/scttemp.py): at most 478
+                        # entries of at most 65,535 minutes; temperatures as every sensor's
+                        "ssd_temperature_history_window_seconds": (0.0, 478 * 65535 * 60.0),
+                        "ssd_temperature_history_above_limit_seconds": (0.0, 478 * 65535 * 60.0),
+                        "ssd_temperature_history_max_celsius": (-40.0, 150.0),
+                        "ssd_temperature_critical_limit_celsius": (-40.0, 150.0),
                         # opt in (smartctl.all_attributes): one byte each, smartctl's raw value 64 bits
                         "ssd_ata_attribute_value": (0.0, 255.0), "ssd_ata_attribute_worst": (0.0, 255.0),
                         "ssd_ata_attribute_threshold": (0.0, 255.0),

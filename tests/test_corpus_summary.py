@@ -35,7 +35,9 @@ from tests.conftest import ROOT, fixture_files
 from tests.sources.smartctl.test_smartctl_corpus import _carries_host_writes, _carries_wear, _is_ssd
 
 SHARED_COUNTS = {"smartctl-json": 206, "smartctl-text": 367, "nvme-cli": 8}
-OWN_FILES = {"smartctl-json": 1, "smartctl-text": 1}  # ssdfleet__standby-sleep-dev-null.json; seed001__ (seeds/001), see their PROVENANCE rows
+# ssdfleet__standby-sleep-dev-null.json and driveforge__sas_selftest_example.json (issue 30);
+# seed001__ (seeds/001): see their PROVENANCE rows
+OWN_FILES = {"smartctl-json": 2, "smartctl-text": 1}
 # No file may fail to parse. (telegraf's htSASInfoData.txt, whose "User Capacity:
 # 300,$00,000,000 bytes" line is damaged, parses without its capacity.)
 KNOWN_PARSE_ERRORS: set = set()

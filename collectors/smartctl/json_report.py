@@ -435,8 +435,10 @@ def _draft(doc: Dict[str, Any], kind: str) -> _Draft:
     temp_limit = _lookup(doc, "temperature.op_limit_max", "number")
     if temp_limit is None:
         temp_limit = _lookup(doc, "temperature.drive_trip", "number")
-    if temp_limit == 0:
-        temp_limit = None  # RAID volumes and drives without a temperature log page: trip 0
+    if temp_limit in (0, 127, -127, -128):
+        # RAID volumes and drives without a temperature log page: trip 0; SCT limits of 0 or
+        # the signed byte's extremes are how drives without a limit fill the field
+        temp_limit = None
     # Figures the others are checked and computed against are bounded first (an impossible
     # capacity must neither refute nor pass anything, nor overflow a float on the way). The
     # power-on time is bounded where each protocol reads it (ATA re-reads attribute 9 in the
@@ -904,11 +906,17 @@ class SmartctlProbe:
             # host-write counters, preferred over vendor attributes), page 7 the Percentage
             # Used Endurance Indicator. One GP log read. Then the SMART self-test log and the
             # summary error log (issue 30): one 512-byte SMART READ LOG each (logs 06h, 01h), as
-            # smartd reads them every cycle to see a new failed test or error.
-            argv += ["--log=devstat", "--log=selftest", "--log=error"]
+            # smartd reads them every cycle to see a new failed test or error. Then the SCT
+            # status and temperature history (issue 30, -l scttemp): one SMART READ LOG E0h,
+            # and an SCT Data Table command (a SMART WRITE LOG E0h, a READ LOG E1h): the drive's
+            # own operating limits and its per-interval temperatures since the last poll, which
+            # catch a hot spell between two polls. smartctl 5.38 and later know it; a drive
+            # without SCT prints "SCT Commands not supported" and the rest of the read stands.
+            argv += ["--log=devstat", "--log=selftest", "--log=error", "--log=scttemp"]
         elif protocol == "SCSI":
-            # error counter log (bytes processed, uncorrected errors) and SSD media page
-            argv += ["--log=error", "--log=ssd"]
+            # error counter log (bytes processed, uncorrected errors), SSD media page, and the
+            # self-test results page 10h (issue 30: one LOG SENSE, 20 entries)
+            argv += ["--log=error", "--log=ssd", "--log=selftest"]
         elif protocol == "NVMe":
             # The SMART/Health log comes with --attributes; the self-test log (page 06h, read
             # by smartctl 7.3 and later; older ones ignore it) and the newest entries of the

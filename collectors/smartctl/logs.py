@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from collectors import smart_logs as sl
 from collectors.model import MAX_EVENTS, MAX_POWER_ON_SECONDS, ParseError
+from collectors.smartctl import scttemp
 
 # ATA self-test execution status, high nibble (ACS-3 table "Self-test execution status values").
 _ATA_RESULTS = {0: sl.PASSED, 1: sl.ABORTED, 2: sl.INTERRUPTED, 3: sl.FAILED, 4: sl.FAILED, 5: sl.FAILED,
@@ -45,6 +46,25 @@ _ATA_STATUS_WORDS = (("completed without error", sl.PASSED), ("aborted by host",
 _NVME_RESULTS = {0: sl.PASSED, 1: sl.ABORTED, 2: sl.ABORTED, 3: sl.ABORTED, 4: sl.ABORTED, 5: sl.FAILED,
                  6: sl.FAILED, 7: sl.FAILED, 8: sl.ABORTED, 9: sl.ABORTED}
 _NVME_UNUSED = 0xF
+# SCSI self-test results log page (SPC-4 "Self-test results log parameter"): the result nibble
+# and the self-test code. Result 2 is an abort by a reset or task management function, ATA's
+# "interrupted"; 3 is an error that kept the test from completing (smartctl counts it a SMART
+# failure, as ATA's "fatal or unknown error"); 8..14 are reserved.
+_SCSI_RESULTS = {0: sl.PASSED, 1: sl.ABORTED, 2: sl.INTERRUPTED, 3: sl.FAILED, 4: sl.FAILED, 5: sl.FAILED,
+                 6: sl.FAILED, 7: sl.FAILED, 15: sl.IN_PROGRESS}
+# Code 0 is the "default self-test" whose content the vendor defines; 3 and 7 are reserved and
+# 4 is the abort command itself.
+_SCSI_KINDS = {0: "vendor", 1: "short", 2: "extended", 5: "short", 6: "extended"}
+# The stamp is 16 bits and stops at FFFFh (SPC-4: set to FFFFh past 65,535 hours): a test
+# stamped 65,535 ran at that hour or later, so it gives no hour.
+_SCSI_HOURS_SATURATED = 0xFFFF
+_SCSI_MAX_ENTRIES = 20
+# The result as smartctl words it (scsiprint.cpp), by value, for text output and JSON without a
+# value; the longest that starts the status wins ("completed" is 0, "completed, segment failed" 4).
+_SCSI_RESULT_WORDS = ("completed", "aborted (by user command)", "aborted (device reset ?)",
+                      "unknown error, incomplete", "completed, segment failed", "failed in first segment",
+                      "failed in second segment", "failed in segment", "", "", "", "", "", "", "",
+                      "self test in progress")
 # A failing LBA with every bit of its field set is firmware's "no LBA" (ATA summary logs are 28 bits).
 _LBA_SENTINEL_BITS = (28, 32, 48, 64)
 MAX_POWER_ON_HOURS = int(MAX_POWER_ON_SECONDS // 3600)
@@ -205,6 +225,41 @@ def _nvme_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[s
     return path, tuple(tests), running
 
 
+def _scsi_result(result: Dict[str, Any], where: str) -> int:
+    value = _int(result.get("value"), f"{where}.value")
+    if value is not None:
+        return value
+    words = _str(result.get("string"), f"{where}.string").lower()
+    found = [(len(text), n) for n, text in enumerate(_SCSI_RESULT_WORDS) if text and words.startswith(text)]
+    return max(found)[1] if found else -1
+
+
+def _scsi_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[sl.SelfTest, ...]]:
+    """smartctl 7's ``scsi_self_test_0`` .. ``scsi_self_test_19`` (newest first), one key each."""
+    tests = []
+    for number in range(_SCSI_MAX_ENTRIES):
+        where = f"scsi_self_test_{number}"
+        if where not in doc:
+            break
+        row = _obj(doc[where], where)
+        code = _obj(row.get("code"), f"{where}.code")
+        value = _scsi_result(_obj(row.get("result"), f"{where}.result"), f"{where}.result")
+        code_value = _int(code.get("value"), f"{where}.code.value")
+        description = _str(code.get("string"), f"{where}.code.string")
+        kind = _SCSI_KINDS.get(code_value, "unknown") if code_value is not None else _kind(
+            description.lower().replace("background ", "").replace("foreground ", "").replace("long", "extended"))
+        hours = _int(_obj(row.get("power_on_time"), f"{where}.power_on_time").get("hours"), f"{where}.power_on_time.hours")
+        lba = _int(_obj(row.get("lba_first_failure"), f"{where}.lba_first_failure").get("value"),
+                   f"{where}.lba_first_failure.value")
+        tests.append(sl.SelfTest(
+            kind=kind, description=description, result=_SCSI_RESULTS.get(value, sl.UNKNOWN),
+            status=_str(_obj(row.get("result"), f"{where}.result").get("string"), f"{where}.result.string"),
+            power_on_hours=None if hours == _SCSI_HOURS_SATURATED else checks.hours(
+                hours, _SCSI_HOURS_SATURATED + 1, f"{where}.power_on_time.hours"),
+            failing_lba=checks.lba(lba, f"{where}.lba_first_failure.value")))
+    return ("scsi_self_test_log" if tests else ""), tuple(tests)
+
+
 def _ata_error_log(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Optional[int], Optional[sl.LoggedError]]:
     log = _obj(doc.get("ata_smart_error_log"), "ata_smart_error_log")
     for variant in ("extended", "summary"):
@@ -275,13 +330,17 @@ def read_logs(doc: Dict[str, Any], kind: str, capacity: Optional[int] = None,
         where, count, last = _nvme_error_log(doc, checks)
         sources += [path, where]
     elif kind == "scsi":
+        path, tests = _scsi_self_tests(doc, checks)
         uncorrected = _scsi_uncorrected(doc, checks)
-        sources.append("scsi_error_counter_log" if uncorrected else "")
+        sources += [path, "scsi_error_counter_log" if uncorrected else ""]
+    history = scttemp.read_history(doc, checks.withheld) if kind == "ata" else None
+    if history is not None:
+        sources.append(scttemp.PATH)
     if running is None and tests and tests[0].result == sl.IN_PROGRESS:
         running = tests[0]
     logs = sl.SmartLogs(source="smartctl " + ", ".join(s for s in sources if s), self_tests=tests,
                         self_test_running=running, error_count=count, last_error=last,
-                        uncorrected=uncorrected, withheld=tuple(checks.withheld))
+                        uncorrected=uncorrected, temperature_history=history, withheld=tuple(checks.withheld))
     return None if logs.empty() else logs
 
 
@@ -333,6 +392,8 @@ def summary(logs: sl.SmartLogs) -> Dict[str, str]:
         at = f" at power-on hour {err.power_on_hours:,}" if err.power_on_hours is not None else ""
         words = "; ".join(w for w in (err.description, err.command) if w)
         out["error_log_last"] = f"error {err.number if err.number is not None else '?'}{at}: {words}".rstrip(": ")
+    if logs.temperature_history is not None:
+        out.update(scttemp.summary(logs.temperature_history))
     if logs.withheld:
         out["smart_logs_withheld"] = "; ".join(logs.withheld)
     return out
@@ -367,6 +428,8 @@ def _text_self_tests(lines: List[str]) -> Optional[Dict[str, Any]]:
     seen = False
     for index, line in enumerate(lines):
         if _ST_HEADER.match(line) and "not supported" not in line:
+            if index + 1 < len(lines) and "segment" in lines[index + 1]:
+                return None  # the SCSI form (_text_scsi_self_tests)
             seen = True
             for row in lines[index + 1:]:
                 if row.startswith("Num") or not row.strip():
@@ -415,10 +478,108 @@ def _text_error_log(lines: List[str]) -> Optional[Dict[str, Any]]:
     return {"summary": {"count": count, **({"table": [entry]} if entry else {})}}
 
 
-def text_sections(lines: List[str]) -> Dict[str, Any]:
-    """The ATA self-test and error logs of smartctl's text output (``-a``/``-x`` of 5.x/6.x) in
-    the JSON shape :func:`read_logs` reads; empty when the text has neither."""
+_SCSI_ST_ROW = re.compile(
+    r"^#\s*(?P<num>\d+)\s+(?P<code>Default|Background short|Background long|Reserved\(\d+\)|Abort background|"
+    r"Foreground short|Foreground long)\s+(?P<status>\S.*?)\s+(?:-->\s+)?(?P<segment>\d+|-)\s+(?P<hours>\d+|NOW)"
+    r"\s+(?P<lba>\d+|-)\s+\[[^\]]*\]\s*$")
+_SCSI_CODES = ("Default", "Background short", "Background long", "Reserved(3)", "Abort background",
+               "Foreground short", "Foreground long", "Reserved(7)")
+
+
+def _text_scsi_self_tests(lines: List[str]) -> Dict[str, Any]:
+    """SCSI's "SMART Self-test log" table (scsiprint.cpp) as smartctl 7's scsi_self_test_N keys::
+
+        Num  Test              Status                 segment  LifeTime  LBA_first_err [SK ASC ASQ]
+             Description                              number   (hours)
+        # 1  Background short  Completed                   -     302                 - [-   -    -]
+    """
     out: Dict[str, Any] = {}
+    for index, line in enumerate(lines):
+        if not (line.startswith("SMART Self-test log") and index + 1 < len(lines) and "segment" in lines[index + 1]):
+            continue
+        for row in lines[index + 3:index + 3 + _SCSI_MAX_ENTRIES]:
+            match = _SCSI_ST_ROW.match(row)
+            if match is None:
+                if row.startswith("#"):
+                    raise ParseError(f"smartctl text: SCSI self-test log row not understood: {row[:100]!r}")
+                break
+            code, status = match.group("code"), match.group("status").replace("-->", "").strip()
+            entry: Dict[str, Any] = {"code": {"string": code}, "result": {"string": status}}
+            if code in _SCSI_CODES:
+                entry["code"]["value"] = _SCSI_CODES.index(code)
+            if match.group("hours") == "NOW":
+                entry["self_test_in_progress"] = True
+            else:
+                entry["power_on_time"] = {"hours": int(match.group("hours"))}
+            if match.group("lba") != "-":
+                entry["lba_first_failure"] = {"value": int(match.group("lba"))}
+            out[f"scsi_self_test_{len(out)}"] = entry
+        break
+    return out
+
+
+_NVME_ST_HEADER = "Self-test Log (NVMe Log 0x06"
+_NVME_ST_STATUS = re.compile(r"^Self-test status: (?P<what>.*?)(?: \((?P<done>\d{1,3})% completed\))?\s*$")
+_NVME_ST_ROW = re.compile(
+    r"^\s*(?P<num>\d+)\s+(?P<desc>Short|Extended|Vendor specific|Unknown \(0x[0-9a-fA-F]+\))\s+(?P<status>\S.*?)\s+"
+    r"(?P<hours>\d+)\s+(?P<lba>\d+|-)(?:\s+\S+){3,4}\s*$")  # 7.3 has no Seg column
+# nvmeprint.cpp's words for the result nibble and the operation, by value (see _NVME_RESULTS)
+_NVME_RESULT_WORDS = ("Completed without error", "Aborted: Self-test command", "Aborted: Controller Reset",
+                      "Aborted: Namespace removed", "Aborted: Format NVM command", "Fatal or unknown test error",
+                      "Completed: unknown failed segment", "Completed: failed segments", "Aborted: Unknown reason",
+                      "Aborted: Sanitize operation")
+_NVME_OPERATIONS = {"Short": 1, "Extended": 2, "Vendor specific": 0xE}
+
+
+def _text_nvme_self_tests(lines: List[str]) -> Dict[str, Any]:
+    """NVMe's "Self-test Log (NVMe Log 0x06)" (smartctl 7.3+) in the nvme_self_test_log shape::
+
+        Self-test status: Short self-test in progress (58% completed)
+        Num  Test_Description  Status                       Power_on_Hours  Failing_LBA  NSID Seg SCT Code
+         0   Short             Completed without error                9254            -     -   -   -    -
+    """
+    index = next((n for n, line in enumerate(lines) if line.startswith(_NVME_ST_HEADER)), None)
+    if index is None:
+        return {}
+    log: Dict[str, Any] = {}
+    table: List[Dict[str, Any]] = []
+    for row in lines[index + 1:index + 24]:
+        status = _NVME_ST_STATUS.match(row)
+        if status:
+            what = status.group("what")
+            operation = next((v for k, v in _NVME_OPERATIONS.items() if what.startswith(k + " self-test")), 0)
+            log["current_self_test_operation"] = {"value": operation, "string": what}
+            if status.group("done") is not None:
+                log["current_self_test_completion_percent"] = int(status.group("done"))
+            continue
+        if row.startswith("Num ") or row.startswith("No Self-tests Logged"):
+            continue
+        match = _NVME_ST_ROW.match(row)
+        if match is None:
+            if re.match(r"^\s*\d+\s", row):
+                raise ParseError(f"smartctl text: NVMe self-test log row not understood: {row[:100]!r}")
+            break
+        words = match.group("status")
+        result: Dict[str, Any] = {"string": words}
+        if words in _NVME_RESULT_WORDS:
+            result["value"] = _NVME_RESULT_WORDS.index(words)
+        entry = {"self_test_code": {"string": match.group("desc")}, "self_test_result": result,
+                 "power_on_hours": int(match.group("hours"))}
+        if match.group("lba") != "-":
+            entry["lba"] = int(match.group("lba"))
+        table.append(entry)
+    log["table"] = table
+    return {"nvme_self_test_log": log}
+
+
+def text_sections(lines: List[str]) -> Dict[str, Any]:
+    """The self-test and error logs of smartctl's text output (``-a``/``-x``; ATA from 5.x on,
+    SCSI's self-test log, NVMe's from 7.3) and the ATA SCT temperature history, in the JSON
+    shape :func:`read_logs` reads; empty when the text has none of them."""
+    out: Dict[str, Any] = {}
+    out.update(_text_scsi_self_tests(lines))
+    out.update(_text_nvme_self_tests(lines))
+    out.update(scttemp.text_section(lines))
     self_tests = _text_self_tests(lines)
     if self_tests is not None:
         out["ata_smart_self_test_log"] = self_tests

@@ -524,7 +524,8 @@ def test_probe_argv_ata() -> None:
     SmartctlProbe("/usr/sbin/smartctl", runner=runner, timeout=12.0).read("/dev/sda", "sat")
     assert runner.calls == [{
         "argv": ["/usr/sbin/smartctl", "--json=c", "--info", "--health", "--attributes",
-                 "--log=devstat", "--log=selftest", "--log=error", "--nocheck=standby,3", "-d", "sat", "/dev/sda"],
+                 "--log=devstat", "--log=selftest", "--log=error", "--log=scttemp", "--nocheck=standby,3", "-d", "sat",
+                 "/dev/sda"],
         "timeout": 12.0,
     }]
 
@@ -538,7 +539,8 @@ def test_probe_argv_nvme_scsi_megaraid() -> None:
     argvs = [c["argv"] for c in runner.calls]
     assert argvs[0] == ["smartctl", "--json=c", "--info", "--health", "--attributes",
                         "--log=selftest", "--log=error", "--nocheck=standby,3", "-d", "nvme", "/dev/nvme0"]
-    assert argvs[1][5:7] == ["--log=error", "--log=ssd"] and argvs[1][-3:] == ["-d", "scsi", "/dev/sdb"]
+    assert argvs[1][5:8] == ["--log=error", "--log=ssd", "--log=selftest"] and argvs[1][-3:] == ["-d", "scsi", "/dev/sdb"]
+    assert "--log=scttemp" not in argvs[0] + argvs[1] and "--log=scttemp" in argvs[2]
     assert argvs[2][-3:] == ["-d", "sat+megaraid,3", "/dev/bus/0"] and "--log=devstat" in argvs[2]
     assert all(isinstance(a, str) for argv in argvs for a in argv)
 
