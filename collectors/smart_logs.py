@@ -89,6 +89,14 @@ SCT_INTERVAL_MAX_MINUTES = (1 << 16) - 1
 # A logged sample or a limit outside this range is no drive temperature (the same bounds as the
 # drive's current temperature, collectors/smartctl/json_report.TEMPERATURE_RANGE).
 SCT_CELSIUS_RANGE = (-40, 150)
+# The lowest maximum operating temperature a drive can truly state. A server room's air may be
+# up to 27 C (ASHRAE's recommended envelope) and a working drive runs warmer than its air, so a
+# maximum below 30 C would forbid the drive any server room: it is a firmware's filler (an
+# IronWolf ST8000VN004's SCT status says 10/25 C recommended while its device statistics say
+# 70 C), withheld like a reading outside SCT_CELSIUS_RANGE, never a limit an alert compares
+# with. Real stated maxima start at 40 C (Toshiba client SSDs, in SCT and device statistics
+# alike) in the corpus's 570 SCT blocks.
+LIMIT_FLOOR_CELSIUS = 30
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from collectors import evidence, numbers
 from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, DriveReading, ParseError, Temperature
 from collectors.runner import ToolResult, run_tool
+from collectors.smart_logs import LIMIT_FLOOR_CELSIUS
 from collectors.smartctl import ata, passthrough
 from collectors.smartctl import attributes as attrs
 from collectors.smartctl import logs as smart_logs
@@ -579,8 +580,12 @@ def _ata(doc: Dict[str, Any], d: _Draft) -> None:
             d.temp_current = candidate
     if d.temp_max is None or _celsius_problem(d.temp_max):
         d.temp_max = devstat.get("Highest Temperature", d.temp_max)
-    if d.temp_limit is None:
-        d.temp_limit = devstat.get("Specified Maximum Operating Temperature")
+    # The drive's specified maximum (ACS device statistics) before the SCT status's
+    # "recommended" one (the top-level limit with --log=scttemp): the two agree on most drives,
+    # and where they differ the device statistic is the specification.
+    specified = devstat.get("Specified Maximum Operating Temperature")
+    if specified is not None and _celsius_problem(specified) is None and specified >= LIMIT_FLOOR_CELSIUS:
+        d.temp_limit = specified
 
 
 def _ata_nand(findings: attrs.AttributeFindings, d: _Draft) -> None:
@@ -663,9 +668,12 @@ def _temperatures(d: _Draft) -> Tuple[Temperature, ...]:
 
     celsius = plausible("drive", d.temp_current)
     if celsius is not None:
+        limit = plausible("drive limit", d.temp_limit)
+        if limit is not None and limit < LIMIT_FLOOR_CELSIUS:
+            rejected.append(f"drive limit {limit:g} C is below {LIMIT_FLOOR_CELSIUS} C, lower than any drive's stated maximum")
+            limit = None
         temperatures.append(Temperature(sensor="drive", celsius=celsius,
-                                        max_celsius=plausible("drive max", d.temp_max),
-                                        limit_celsius=plausible("drive limit", d.temp_limit)))
+                                        max_celsius=plausible("drive max", d.temp_max), limit_celsius=limit))
     for sensor in d.sensors:
         if plausible(sensor.sensor, sensor.celsius) is not None:
             temperatures.append(sensor)

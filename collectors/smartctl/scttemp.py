@@ -75,6 +75,8 @@ def _limits(doc: Dict[str, Any], withheld: List[str]) -> Tuple[Optional[int], Op
             found[key] = None
             continue
         problem = _celsius_problem(value)
+        if problem is None and key != "op_limit_min" and value < sl.LIMIT_FLOOR_CELSIUS:
+            problem = f"{value} C is below {sl.LIMIT_FLOOR_CELSIUS} C, lower than any drive's stated maximum"
         if problem:
             withheld.append(f"{PATH}.temperature.{key}: {problem}")
             value = None

@@ -126,6 +126,8 @@ SCT_IMPOSSIBLE = [
     ("sample too cold", {"table": [40, -60, 41, 42]}, "table[1]: -60 C is outside -40..150", True),
     ("recommended range empty", {"temperature": {"op_limit_min": 80, "op_limit_max": 70}}, "range 80..70 C is empty",
      True),
+    ("recommended maximum at room temperature", {"temperature": {"op_limit_min": 0, "op_limit_max": 25}},
+     "op_limit_max: 25 C is below 30 C", True),
 ]
 
 
@@ -206,6 +208,37 @@ def test_sct_series_on_metrics_pass_promtool() -> None:
     assert registry.get_sample_value("ssd_temperature_critical_limit_celsius", labels) == 70
     assert registry.get_sample_value("ssd_temperature_limit_celsius", labels) == 70
     check_metrics(generate_latest(registry))
+
+
+def test_a_stated_limit_below_any_drives_maximum_never_reaches_the_alert() -> None:
+    """A drive's own limit is what SSDTemperatureAboveLimit pages on. An SCT status saying 25 C
+    "recommended" (as an IronWolf ST8000VN004's does) gives way to the device statistics'
+    specified maximum; without one, it is withheld with why (a 25 C maximum would page every
+    drive in a server room), and the temperature itself stays. The real capture says 70 C in
+    both places; only the limits are changed."""
+    doc = json.loads(read_fixture(J + "scrutiny__smart-ata-full.json"))
+    doc["temperature"]["op_limit_max"] = 25
+    doc[scttemp.PATH]["temperature"]["op_limit_max"] = 25
+    rows = [row for page in doc["ata_device_statistics"]["pages"] for row in page.get("table", [])
+            if row.get("name") == "Specified Maximum Operating Temperature"]
+    assert [row["value"] for row in rows] == [70]
+
+    def drive_temperature(d):
+        reading = parse_smartctl_json(json.dumps(d).encode(), "sda")
+        (drive,) = [t for t in reading.temperatures if t.sensor == "drive"]
+        assert drive.celsius == d["temperature"]["current"]
+        return reading, drive
+
+    _, drive = drive_temperature(doc)
+    assert drive.limit_celsius == 70  # the specification wins over the SCT filler
+    rows[0]["value"] = 20  # the device statistic below the floor too: no limit at all
+    reading, drive = drive_temperature(doc)
+    assert drive.limit_celsius is None
+    assert "drive limit 25 C is below 30 C" in reading.extra["temperature_rejected"]
+    registry = make_registry(lambda: Snapshot(drives=(Drive(reading=reading, last_poll={"smartctl": 1.0}),)))
+    labels = {"device": "sda", "serial": reading.identity, "sensor": "drive"}
+    assert registry.get_sample_value("ssd_temperature_limit_celsius", labels) is None
+    assert registry.get_sample_value("ssd_temperature_celsius", labels) == doc["temperature"]["current"]
 
 
 # ---------------------------------------------------------------- SCSI self-test log
