@@ -40,7 +40,11 @@ Steps and what is printed, per size:
 4. over the whole scrape window (all rounds): each process's CPU (utime + stime of
    /proc/PID/stat, every thread; the fake tools' own CPU excluded, a real smartctl is not a
    Python program) and the tool calls in its host copy's log, both per drive-hour of the drives
-   it reads; RSS (VmRSS) after the window;
+   it reads; RSS (VmRSS) after the window. The CPU is also split by round: *unscraped*, its
+   CPU per drive-hour in the other servers' rounds (its own polling, no scrape); *per scrape*,
+   its CPU in its own rounds less the unscraped rate over as long, divided by its scrapes.
+   A scrape every 100 ms is far more than Prometheus' 15-60 s, so the window figure is mostly
+   scrapes; unscraped + per scrape x scrapes an hour gives the cost at another scrape rate;
 5. the load average at the start and end of the size, the machine, and one markdown table.
 
 How to read the rates: the peer reads a drive inside a scrape when its copy is older than
@@ -218,7 +222,11 @@ class Server:
     sent_bytes: List[int] = field(default_factory=list)
     plain_bytes: List[int] = field(default_factory=list)
     errors: int = 0
-    cpu: float = 0.0
+    cpu: float = 0.0  # over the whole window
+    scraped_cpu: float = 0.0  # in its own rounds
+    scraped_seconds: float = 0.0
+    idle_cpu: float = 0.0  # in the other servers' rounds
+    idle_seconds: float = 0.0
     child_cpu: float = 0.0
     calls: Counter = field(default_factory=Counter)
     rss_mib: float = float("nan")
@@ -430,14 +438,23 @@ def _calls(server: Server) -> List[str]:
 
 
 def measure(servers: Dict[str, Server], args: argparse.Namespace) -> float:
-    """The interleaved rounds; CPU and tool calls over all of them. Returns the window, s."""
+    """The interleaved rounds; CPU and tool calls over all of them, and each server's CPU split
+    between its own rounds and the others'. Returns the window, s."""
     purpose = _project()[1]
     cpu0 = {name: cpu_seconds(s.proc.pid) for name, s in servers.items()}
     calls0 = {name: len(_calls(s)) for name, s in servers.items()}
     started = time.perf_counter()
     for _ in range(args.rounds):
         for name in SERVERS:
+            before, round_start = {n: cpu_seconds(s.proc.pid)[0] for n, s in servers.items()}, time.perf_counter()
             scrape_round(servers[name], args.seconds / args.rounds, args.interval)
+            spent = time.perf_counter() - round_start
+            for other, s in servers.items():
+                cpu = cpu_seconds(s.proc.pid)[0] - before[other]
+                if other == name:
+                    s.scraped_cpu, s.scraped_seconds = s.scraped_cpu + cpu, s.scraped_seconds + spent
+                else:
+                    s.idle_cpu, s.idle_seconds = s.idle_cpu + cpu, s.idle_seconds + spent
     window = time.perf_counter() - started
     for name, s in servers.items():
         own, children = cpu_seconds(s.proc.pid)
@@ -445,6 +462,18 @@ def measure(servers: Dict[str, Server], args: argparse.Namespace) -> float:
         s.calls = Counter(purpose(c) for c in _calls(s)[calls0[name]:])
         s.rss_mib = rss_mib(s.proc.pid)
     return window
+
+
+def scrape_cpu_ms(s: Server) -> float:
+    """CPU of one scrape: the server's CPU in its own rounds less what it spends unscraped in
+    as long (its rate in the other servers' rounds), per scrape."""
+    unscraped = s.idle_cpu / s.idle_seconds * s.scraped_seconds if s.idle_seconds else 0.0
+    return (s.scraped_cpu - unscraped) / max(1, len(s.latencies)) * 1e3
+
+
+def unscraped_cpu_per_drive_hour(s: Server) -> float:
+    """CPU s per drive-hour while the others were scraped: its own work (polling), no scrape."""
+    return _per_drive_hour(s.idle_cpu, s, s.idle_seconds) if s.idle_seconds else float("nan")
 
 
 def run_size(size: int, args: argparse.Namespace) -> Dict:
@@ -489,7 +518,9 @@ def print_size(result: Dict) -> None:
         calls = ", ".join(f"{what} {n}" for what, n in sorted(s.calls.items())) or "none"
         print(f"  {name:5}: {len(s.latencies)} scrapes, {s.errors} failed; p50 {_ms(percentile(s.latencies, 50))} ms, "
               f"p99 {_ms(percentile(s.latencies, 99))} ms, max {_ms(max(s.latencies, default=float('nan')))} ms; "
-              f"CPU {s.cpu:.2f} s own + {s.child_cpu:.2f} s of its reaped tools over {window:.0f} s; "
+              f"CPU {s.cpu:.2f} s own + {s.child_cpu:.2f} s of its reaped tools over {window:.0f} s "
+              f"({s.scraped_cpu:.2f} s in its {s.scraped_seconds:.0f} s of rounds, {s.idle_cpu:.2f} s in the "
+              f"others' {s.idle_seconds:.0f} s); "
               f"tool calls: {calls}; RSS {s.rss_mib:.1f} MiB", flush=True)
     print(f"  load average at the end {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}; "
           f"this size took {result['wall']:.0f} s", flush=True)
@@ -509,7 +540,8 @@ def table_rows(result: Dict) -> List[str]:
         full = "-" if name == "floor" else f"{s.full:.2f}"
         rows.append(f"| {result['size']} | {name} | {s.drives} | {s.first:.2f} | {full} | "
                     f"{_ms(p50)} | {_ms(p99)} | {_ms(max(s.latencies, default=float('nan')))} | {versus} | {size} | "
-                    f"{_per_drive_hour(s.cpu, s, window):.3f} | {calls} | {s.rss_mib:.1f} | "
+                    f"{_per_drive_hour(s.cpu, s, window):.3f} / {unscraped_cpu_per_drive_hour(s):.3f} | "
+                    f"{scrape_cpu_ms(s):.2f} | {calls} | {s.rss_mib:.1f} | "
                     f"{len(s.latencies)} ({s.errors}) | {load} |")
     return rows
 
@@ -557,9 +589,10 @@ def main() -> int:
     results = [run_size(int(size), args) for size in args.sizes.split(",")]
     print()
     print("| drives | server | drives read | first answer s | full data s | p50 ms | p99 ms | max ms "
-          "| p50 / p99 vs floor | KiB per scrape gzip / plain | CPU s per drive-hour | tool calls per drive-hour "
+          "| p50 / p99 vs floor | KiB per scrape gzip / plain | CPU s per drive-hour (window / unscraped) "
+          "| CPU ms per scrape | tool calls per drive-hour "
           "| RSS MiB | scrapes (failed) | load average |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---|")
     for result in results:
         for row in table_rows(result):
             print(row)

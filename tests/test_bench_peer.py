@@ -27,8 +27,8 @@ needs_peer = pytest.mark.skipif(
            "github.com/prometheus-community/smartctl_exporter) or put smartctl_exporter on PATH")
 
 COLUMNS = ["drives", "server", "drives read", "first answer s", "full data s", "p50 ms", "p99 ms", "max ms",
-           "p50 / p99 vs floor", "KiB per scrape gzip / plain", "CPU s per drive-hour",
-           "tool calls per drive-hour", "RSS MiB", "scrapes (failed)", "load average"]
+           "p50 / p99 vs floor", "KiB per scrape gzip / plain", "CPU s per drive-hour (window / unscraped)",
+           "CPU ms per scrape", "tool calls per drive-hour", "RSS MiB", "scrapes (failed)", "load average"]
 
 
 def _table(stdout: str):
@@ -71,7 +71,7 @@ def test_peer_bench_prints_three_servers_and_leaves_nothing(tmp_path):
     by_name = {row["server"]: row for row in rows}
     for name, row in by_name.items():
         for column in ("first answer s", "p50 ms", "p99 ms", "max ms", "KiB per scrape gzip / plain",
-                       "CPU s per drive-hour", "RSS MiB", "load average"):
+                       "CPU s per drive-hour (window / unscraped)", "RSS MiB", "load average"):
             assert all(value >= 0 for value in _numbers(row[column])), (name, column, row[column])
         p50, p99, top = (float(row[c]) for c in ("p50 ms", "p99 ms", "max ms"))
         assert 0 < p50 <= p99 <= top, row
