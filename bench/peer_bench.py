@@ -199,6 +199,8 @@ def stop_group(proc: subprocess.Popen) -> None:
 
 
 def _refresh_loop(host, interval: float, parent: int) -> None:
+    # Ctrl-C reaches the whole foreground group: the bench stops this process itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while os.getppid() == parent:
         try:
             host.refresh_files()
@@ -330,10 +332,12 @@ class Scraper:
             self.conn = None
 
 
-def scrape_round(server: Server, seconds: float, interval: float) -> None:
+def scrape_round(server: Server, seconds: float, interval: float, timeout: float) -> None:
     """Scrape ``server`` every ``interval`` for ``seconds``; a scrape that overruns its slot is
-    followed at once by the next (no burst to catch up), as Prometheus does."""
-    scraper = Scraper(server.port, timeout=max(30.0, 10 * interval))
+    followed at once by the next (no burst to catch up), as Prometheus does. The client waits
+    up to ``timeout`` (not Prometheus' 10 s: the peer's scrape that reads 1,024 drives takes
+    longer, and its length is the figure)."""
+    scraper = Scraper(server.port, timeout=timeout)
     first = True
     try:
         next_at = time.perf_counter()
@@ -447,7 +451,7 @@ def measure(servers: Dict[str, Server], args: argparse.Namespace) -> float:
     for _ in range(args.rounds):
         for name in SERVERS:
             before, round_start = {n: cpu_seconds(s.proc.pid)[0] for n, s in servers.items()}, time.perf_counter()
-            scrape_round(servers[name], args.seconds / args.rounds, args.interval)
+            scrape_round(servers[name], args.seconds / args.rounds, args.interval, args.ready_timeout)
             spent = time.perf_counter() - round_start
             for other, s in servers.items():
                 cpu = cpu_seconds(s.proc.pid)[0] - before[other]
@@ -571,7 +575,7 @@ def main() -> int:
     ap.add_argument("--no-history", action="store_true", help="run ours with --no-history")
     ap.add_argument("--refresh", type=float, default=5.0,
                     help="seconds between rewrites of the simulated /proc/diskstats and write-cache files")
-    ap.add_argument("--ready-timeout", type=float, default=900.0, help="seconds a server has to reach full data")
+    ap.add_argument("--ready-timeout", type=float, default=900.0, help="seconds a server has to reach full data, and a scrape to be answered")
     ap.add_argument("--serve-floor", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -581,12 +585,17 @@ def main() -> int:
         ap.error(f"no smartctl_exporter binary: give --peer PATH or set ${PEER_ENV} (got {args.peer!r})")
     # SIGTERM ends the run as Ctrl-C does: through the finally blocks that stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started with SIGINT ignored
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, check=False).stdout.strip() or "unknown"
     print(f"machine: {machine()}")
     print(f"ours: {ROOT} at {commit}, history {'off' if args.no_history else 'on'}; peer: {args.peer}; "
           f"each server scraped every {args.interval:g} s for {args.seconds:g} s in {args.rounds} rounds", flush=True)
-    results = [run_size(int(size), args) for size in args.sizes.split(",")]
+    try:
+        results = [run_size(int(size), args) for size in args.sizes.split(",")]
+    except KeyboardInterrupt:
+        print("interrupted: every process started was stopped", file=sys.stderr)
+        return 130
     print()
     print("| drives | server | drives read | first answer s | full data s | p50 ms | p99 ms | max ms "
           "| p50 / p99 vs floor | KiB per scrape gzip / plain | CPU s per drive-hour (window / unscraped) "
