@@ -5,9 +5,10 @@ Alertmanager, and every dashboard query answered by thanos query's Prometheus AP
 The same test as tests/test_victoriametrics_e2e.py (whose helpers it imports), on a store that
 scales past one Prometheus by sharding the scrape:
 
-* the same three simulated hosts, each read by a real ``ssdfleet agent`` polling every second;
+* the same three simulated hosts and the fourth on real captures, each read by a real
+  ``ssdfleet agent`` polling every second;
 * two Debian ``prometheus`` servers, each scraping a different part of the fleet (shard ``a``:
-  db0 and db1; shard ``b``: db2) with ``external_labels: {prometheus_shard: a|b}`` (a sidecar
+  db0 and db1; shard ``b``: db2 and db3) with ``external_labels: {prometheus_shard: a|b}`` (a sidecar
   refuses a Prometheus without external labels), no rules, each with a ``thanos sidecar``
   serving its head block over the gRPC StoreAPI;
 * ``thanos rule`` evaluating the SHIPPED recording rules and the SHIPPED Prometheus alert rules
@@ -77,7 +78,7 @@ RECORDING_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
 ALERT_RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-alerts.yml"
 
 SHARD_LABEL = "prometheus_shard"
-SHARDS = {"a": [0, 1], "b": [2]}  # shard -> indexes of the hosts its Prometheus scrapes
+SHARDS = {"a": [0, 1], "b": [2, 3]}  # shard -> indexes of the agents its Prometheus scrapes
 RULER_LABEL = "rule_replica"
 PANELS_TIMEOUT = 60.0
 
@@ -243,7 +244,7 @@ def test_write_cache_off_pages_through_thanos_and_every_panel_has_data(
         # alert's for: plus the group wait, nobody is paged.
         _wait(lambda: len([s for kind in store.stores().values() for s in kind
                            if not s.get("lastError")]) == 3, "thanos query to reach both sidecars and the ruler", 60)
-        _wait(lambda: store.query('count(up{job="ssdfleet"} == 1) == 3')["data"]["result"], "three agents up", 30)
+        _wait(lambda: store.query('count(up{job="ssdfleet"} == 1) == 4')["data"]["result"], "four agents up", 30)
         _wait(lambda: store.query(f'ssd_write_cache_mismatch{{serial="{flipped_serial}"}} == 0')["data"]["result"],
               "the cache state in thanos query", 30)
         _wait_for_healthy_alert_rules(ruler)

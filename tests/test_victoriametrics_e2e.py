@@ -6,8 +6,10 @@ Debian's victoria-metrics package, at small scale:
 
 * three hosts of the simulator (tests/livefleet.py SimulatedHost: the demo's Shannon card, Intel
   320 and Samsung PM983, with two hours of history seeded through the agent's own parsers),
-  each read by a real ``ssdfleet agent`` process polling every second;
-* ``vmagent`` scrapes the three agents every second and remote-writes to a single-node
+  and a fourth host on real captures (drives behind a MegaRAID and beside it: self-test logs,
+  SAS error counters, an SCT temperature history), each read by a real ``ssdfleet agent``
+  process polling every second;
+* ``vmagent`` scrapes the four agents every second and remote-writes to a single-node
   ``victoria-metrics``;
 * ``vmalert`` evaluates the SHIPPED recording rules (deploy/prometheus/ssdfleet-recording.yml,
   the same file Prometheus loads) and the shipped alert rules in their vmalert copy
@@ -125,7 +127,7 @@ def test_write_cache_off_pages_through_victoriametrics_and_every_panel_has_data(
         # Before the flip: VictoriaMetrics has every agent's series, the cache is on, every
         # rule has been evaluated; and for longer than the alert's for: plus the group wait,
         # nobody is paged.
-        _wait(lambda: store.query('count(up{job="ssdfleet"} == 1) == 3')["data"]["result"], "three agents up", 30)
+        _wait(lambda: store.query('count(up{job="ssdfleet"} == 1) == 4')["data"]["result"], "four agents up", 30)
         _wait(lambda: store.query(f'ssd_write_cache_mismatch{{serial="{flipped_serial}"}} == 0')["data"]["result"],
               "the cache state in VictoriaMetrics", 30)
         _wait(lambda: _rules_evaluated(vmalert), "every rule evaluated by vmalert", 30)

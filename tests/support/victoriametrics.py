@@ -27,7 +27,13 @@ from tests.promstack import (  # noqa: F401 (fixtures)
     vmalert_binary,
 )
 from tests.support.alerting import _alerts_text, _wait_for, alertmanager_config, shortened_rules, wait_for_page, webhook  # noqa: F401
-from tests.support.controller_host import arcconf_rebuilding, controller_tool_args, megacli_after_battery_failed
+from tests.support.controller_host import (
+    answer_scanned_direct_disks,
+    arcconf_rebuilding,
+    controller_tool_args,
+    megacli_after_battery_failed,
+    megaraid_drives_host,
+)
 from tests.support.dashboards import (
     DASHBOARD_FILES,
     _has_data,
@@ -115,7 +121,10 @@ def start_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Tuple[List[Si
     tests/support/controller_host.py: a failed battery, a volume that lost write-back, a RAID 10
     rebuilding) for the host view's controller rows. db2: a simulated day passes every second,
     so its drives' life left falls while the test watches (the drive view's projection from the
-    trend of life left needs that)."""
+    trend of life left needs that). db3 (a fourth agent, not simulated): real captures of
+    drives behind a MegaRAID and beside it (tests/support/controller_host.py), for the drive
+    view's rows the simulator's drives have no data for: self-test and error logs, SAS
+    uncorrected errors, the SCT temperature history."""
     hosts = [
         SimulatedHost(tmp_path / "db0", drives=DRIVES_PER_HOST, seed_offset=0, syncwrite_on="sda"),
         SimulatedHost(tmp_path / "db1", drives=DRIVES_PER_HOST, seed_offset=1),
@@ -134,6 +143,11 @@ def start_fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Tuple[List[Si
         agent = AgentProcess(host, FAST_INTERVALS + extra)
         request.addfinalizer(agent.stop)
         agents.append(agent)
+    captured, smartctl = megaraid_drives_host(tmp_path / "db3", with_volume=False)
+    answer_scanned_direct_disks(captured, smartctl)
+    agent = AgentProcess(captured, FAST_INTERVALS)
+    request.addfinalizer(agent.stop)
+    agents.append(agent)
     for agent in agents:
         agent.wait_ready(30)
     return hosts, agents
