@@ -149,7 +149,10 @@ class SmartctlSource(Source):
     def __init__(self, ctx: SourceContext) -> None:
         super().__init__(ctx)
         self.settings: SmartctlSettings = ctx.settings or SmartctlSettings()
-        self.database = choose_drive_database(self.settings.drivedb)
+        # The drive database is read on first use, in the source's own thread: parsing drivedb.h
+        # costs ~0.14 s, which would otherwise come before the agent listens (issue 32).
+        self._database: Optional[drivedb.DriveDatabase] = None
+        self._database_lock = threading.Lock()
         # No timeout here: ctx.run applies the agent's one tool timeout to every call.
         self.probe_tool = smartctl.SmartctlProbe(tool=ctx.tool_paths["smartctl"], runner=ctx.run)
         self._lock = threading.Lock()
@@ -167,6 +170,13 @@ class SmartctlSource(Source):
         self._tracebacks: Set[Tuple[str, str]] = set()  # (target key, error) logged with its traceback
         self._late_errors: List[str] = []
         self._standby_max_skips = self.settings.standby_max_skips
+
+    @property
+    def database(self) -> drivedb.DriveDatabase:
+        with self._database_lock:
+            if self._database is None:
+                self._database = choose_drive_database(self.settings.drivedb)
+            return self._database
 
     # -------------------------------------------------------------- discovery
 
