@@ -35,6 +35,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 from collectors import smart_logs as sl
 from collectors.model import ParseError
 from collectors.smartctl import logs as smart_log_parse
+from collectors.smartctl.json_fields import json_int, json_obj
 
 # ATA self-test execution status, high nibble 0xF: a self-test is in progress (ACS-3 table
 # "Self-test execution status values"); the low nibble is the remaining work in tenths.
@@ -67,20 +68,7 @@ class DriveStatus:
 
 
 def _obj(doc: Mapping[str, Any], key: str) -> Dict[str, Any]:
-    value = doc.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ParseError(f"smartctl JSON: {key} is {type(value).__name__}, expected an object")
-    return value
-
-
-def _int(value: Any, where: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected an integer")
-    return value
+    return json_obj(doc.get(key), key)
 
 
 def _serial(value: Any) -> Optional[str]:
@@ -95,7 +83,7 @@ def _ata(doc: Mapping[str, Any]) -> Dict[str, Any]:
     self_test = _obj(smart, "self_test")
     out: Dict[str, Any] = {}
     status = _obj(self_test, "status")
-    value = _int(status.get("value"), "ata_smart_data.self_test.status.value")
+    value = json_int(status.get("value"), "ata_smart_data.self_test.status.value")
     if value is not None:
         if not 0 <= value <= 0xFF:
             raise ParseError(f"smartctl JSON: self-test execution status {value} is not one byte")
@@ -107,7 +95,7 @@ def _ata(doc: Mapping[str, Any]) -> Dict[str, Any]:
         out["supported"] = supported
     minutes = {}
     for kind, number in _obj(self_test, "polling_minutes").items():
-        number = _int(number, f"ata_smart_data.self_test.polling_minutes.{kind}")
+        number = json_int(number, f"ata_smart_data.self_test.polling_minutes.{kind}")
         if number is not None and 0 < number <= _MAX_TEST_MINUTES:
             minutes[kind] = number
     out["minutes"] = minutes
@@ -124,9 +112,9 @@ def _scsi_tests(doc: Mapping[str, Any]) -> Tuple[sl.SelfTest, ...]:
         row = _obj(doc, key)
         code = _obj(row, "code")
         result = _obj(row, "result")
-        kind = _SCSI_KINDS.get(_int(code.get("value"), f"{key}.code.value") or 0, "vendor")
-        value = _int(result.get("value"), f"{key}.result.value")
-        hours = _int(_obj(row, "power_on_time").get("hours"), f"{key}.power_on_time.hours")
+        kind = _SCSI_KINDS.get(json_int(code.get("value"), f"{key}.code.value") or 0, "vendor")
+        value = json_int(result.get("value"), f"{key}.result.value")
+        hours = json_int(_obj(row, "power_on_time").get("hours"), f"{key}.power_on_time.hours")
         tests.append(sl.SelfTest(
             kind=kind, description=str(code.get("string") or ""),
             result=sl.UNKNOWN if value is None else _SCSI_RESULTS.get(value, sl.UNKNOWN),
@@ -146,7 +134,7 @@ def parse_status_json(data: bytes, kind: str) -> DriveStatus:
         raise ParseError(f"smartctl JSON: not JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise ParseError("smartctl JSON: the document is not an object")
-    hours = _int(_obj(doc, "power_on_time").get("hours"), "power_on_time.hours")
+    hours = json_int(_obj(doc, "power_on_time").get("hours"), "power_on_time.hours")
     out: Dict[str, Any] = {"serial": _serial(doc.get("serial_number")),
                            "power_on_hours": hours if hours is not None and 0 <= hours <= _MAX_HOURS else None}
     if kind == "scsi":

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from collectors import smart_logs as sl
 from collectors.model import MAX_EVENTS, MAX_POWER_ON_SECONDS, ParseError
 from collectors.smartctl import scttemp
+from collectors.smartctl.json_fields import json_int, json_obj
 
 # ATA self-test execution status, high nibble (ACS-3 table "Self-test execution status values").
 _ATA_RESULTS = {0: sl.PASSED, 1: sl.ABORTED, 2: sl.INTERRUPTED, 3: sl.FAILED, 4: sl.FAILED, 5: sl.FAILED,
@@ -81,22 +82,6 @@ def _kind(description: str) -> str:
     if word.startswith("offline"):
         return "offline"
     return "unknown"
-
-
-def _int(value: Any, where: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected an integer")
-    return value
-
-
-def _obj(value: Any, where: str) -> Dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected an object")
-    return value
 
 
 def _list(value: Any, where: str) -> List[Any]:
@@ -154,7 +139,7 @@ class _Checks:
 
 
 def _ata_result(status: Dict[str, Any], where: str) -> str:
-    value = _int(status.get("value"), f"{where}.value")
+    value = json_int(status.get("value"), f"{where}.value")
     if value is not None:
         return _ATA_RESULTS.get((value >> 4) & 0xF, sl.UNKNOWN)
     words = _str(status.get("string"), f"{where}.string").lower()
@@ -162,10 +147,10 @@ def _ata_result(status: Dict[str, Any], where: str) -> str:
 
 
 def _ata_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[sl.SelfTest, ...]]:
-    log = _obj(doc.get("ata_smart_self_test_log"), "ata_smart_self_test_log")
+    log = json_obj(doc.get("ata_smart_self_test_log"), "ata_smart_self_test_log")
     # smartctl -x reads the extended (GP) log where the drive has one, else the summary one.
     for variant in ("extended", "standard"):
-        part = _obj(log.get(variant), f"ata_smart_self_test_log.{variant}")
+        part = json_obj(log.get(variant), f"ata_smart_self_test_log.{variant}")
         if part:
             break
     else:
@@ -174,35 +159,35 @@ def _ata_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[sl
     tests = []
     for index, row in enumerate(_list(part.get("table"), f"{path}.table")):
         where = f"{path}.table[{index}]"
-        row = _obj(row, where)
-        status = _obj(row.get("status"), f"{where}.status")
-        description = _str(_obj(row.get("type"), f"{where}.type").get("string"), f"{where}.type.string")
-        remaining = _int(status.get("remaining_percent"), f"{where}.status.remaining_percent")
+        row = json_obj(row, where)
+        status = json_obj(row.get("status"), f"{where}.status")
+        description = _str(json_obj(row.get("type"), f"{where}.type").get("string"), f"{where}.type.string")
+        remaining = json_int(status.get("remaining_percent"), f"{where}.status.remaining_percent")
         if remaining is not None and not 0 <= remaining <= 100:
             checks.withheld.append(f"{where}.status.remaining_percent {remaining} is outside 0..100")
             remaining = None
         tests.append(sl.SelfTest(
             kind=_kind(description), description=description, result=_ata_result(status, f"{where}.status"),
             status=_str(status.get("string"), f"{where}.status.string"),
-            power_on_hours=checks.hours(_int(row.get("lifetime_hours"), f"{where}.lifetime_hours"),
+            power_on_hours=checks.hours(json_int(row.get("lifetime_hours"), f"{where}.lifetime_hours"),
                                         sl.ATA_HOURS_WRAP, f"{where}.lifetime_hours"),
-            remaining_percent=remaining, failing_lba=checks.lba(_int(row.get("lba"), f"{where}.lba"), f"{where}.lba"),
+            remaining_percent=remaining, failing_lba=checks.lba(json_int(row.get("lba"), f"{where}.lba"), f"{where}.lba"),
             hours_wrap=sl.ATA_HOURS_WRAP))
     return path, tuple(tests)
 
 
 def _nvme_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[sl.SelfTest, ...], Optional[sl.SelfTest]]:
     path = "nvme_self_test_log"
-    log = _obj(doc.get(path), path)
+    log = json_obj(doc.get(path), path)
     if not log:
         return "", (), None
     tests = []
     for index, row in enumerate(_list(log.get("table"), f"{path}.table")):
         where = f"{path}.table[{index}]"
-        row = _obj(row, where)
-        code = _obj(row.get("self_test_code"), f"{where}.self_test_code")
-        result = _obj(row.get("self_test_result"), f"{where}.self_test_result")
-        value = _int(result.get("value"), f"{where}.self_test_result.value")
+        row = json_obj(row, where)
+        code = json_obj(row.get("self_test_code"), f"{where}.self_test_code")
+        result = json_obj(row.get("self_test_result"), f"{where}.self_test_result")
+        value = json_int(result.get("value"), f"{where}.self_test_result.value")
         if value == _NVME_UNUSED:
             continue
         description = _str(code.get("string"), f"{where}.self_test_code.string")
@@ -210,14 +195,14 @@ def _nvme_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[s
             kind=_kind(description), description=description,
             result=sl.UNKNOWN if value is None else _NVME_RESULTS.get(value, sl.UNKNOWN),
             status=_str(result.get("string"), f"{where}.self_test_result.string"),
-            power_on_hours=checks.hours(_int(row.get("power_on_hours"), f"{where}.power_on_hours"), None,
+            power_on_hours=checks.hours(json_int(row.get("power_on_hours"), f"{where}.power_on_hours"), None,
                                         f"{where}.power_on_hours"),
-            failing_lba=checks.lba(_int(row.get("lba"), f"{where}.lba"), f"{where}.lba")))
+            failing_lba=checks.lba(json_int(row.get("lba"), f"{where}.lba"), f"{where}.lba")))
     running = None
-    current = _obj(log.get("current_self_test_operation"), f"{path}.current_self_test_operation")
-    operation = _int(current.get("value"), f"{path}.current_self_test_operation.value")
+    current = json_obj(log.get("current_self_test_operation"), f"{path}.current_self_test_operation")
+    operation = json_int(current.get("value"), f"{path}.current_self_test_operation.value")
     if operation:  # 0: no self-test in progress
-        done = _int(log.get("current_self_test_completion_percent"), f"{path}.current_self_test_completion_percent")
+        done = json_int(log.get("current_self_test_completion_percent"), f"{path}.current_self_test_completion_percent")
         description = _str(current.get("string"), f"{path}.current_self_test_operation.string")
         running = sl.SelfTest(kind=_kind(description), description=description, result=sl.IN_PROGRESS,
                               status=description, remaining_percent=None if done is None or not 0 <= done <= 100
@@ -226,7 +211,7 @@ def _nvme_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[s
 
 
 def _scsi_result(result: Dict[str, Any], where: str) -> int:
-    value = _int(result.get("value"), f"{where}.value")
+    value = json_int(result.get("value"), f"{where}.value")
     if value is not None:
         return value
     words = _str(result.get("string"), f"{where}.string").lower()
@@ -241,19 +226,19 @@ def _scsi_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[s
         where = f"scsi_self_test_{number}"
         if where not in doc:
             break
-        row = _obj(doc[where], where)
-        code = _obj(row.get("code"), f"{where}.code")
-        value = _scsi_result(_obj(row.get("result"), f"{where}.result"), f"{where}.result")
-        code_value = _int(code.get("value"), f"{where}.code.value")
+        row = json_obj(doc[where], where)
+        code = json_obj(row.get("code"), f"{where}.code")
+        value = _scsi_result(json_obj(row.get("result"), f"{where}.result"), f"{where}.result")
+        code_value = json_int(code.get("value"), f"{where}.code.value")
         description = _str(code.get("string"), f"{where}.code.string")
         kind = _SCSI_KINDS.get(code_value, "unknown") if code_value is not None else _kind(
             description.lower().replace("background ", "").replace("foreground ", "").replace("long", "extended"))
-        hours = _int(_obj(row.get("power_on_time"), f"{where}.power_on_time").get("hours"), f"{where}.power_on_time.hours")
-        lba = _int(_obj(row.get("lba_first_failure"), f"{where}.lba_first_failure").get("value"),
+        hours = json_int(json_obj(row.get("power_on_time"), f"{where}.power_on_time").get("hours"), f"{where}.power_on_time.hours")
+        lba = json_int(json_obj(row.get("lba_first_failure"), f"{where}.lba_first_failure").get("value"),
                    f"{where}.lba_first_failure.value")
         tests.append(sl.SelfTest(
             kind=kind, description=description, result=_SCSI_RESULTS.get(value, sl.UNKNOWN),
-            status=_str(_obj(row.get("result"), f"{where}.result").get("string"), f"{where}.result.string"),
+            status=_str(json_obj(row.get("result"), f"{where}.result").get("string"), f"{where}.result.string"),
             power_on_hours=None if hours == _SCSI_HOURS_SATURATED else checks.hours(
                 hours, _SCSI_HOURS_SATURATED + 1, f"{where}.power_on_time.hours"),
             failing_lba=checks.lba(lba, f"{where}.lba_first_failure.value")))
@@ -261,51 +246,51 @@ def _scsi_self_tests(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Tuple[s
 
 
 def _ata_error_log(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Optional[int], Optional[sl.LoggedError]]:
-    log = _obj(doc.get("ata_smart_error_log"), "ata_smart_error_log")
+    log = json_obj(doc.get("ata_smart_error_log"), "ata_smart_error_log")
     for variant in ("extended", "summary"):
-        part = _obj(log.get(variant), f"ata_smart_error_log.{variant}")
+        part = json_obj(log.get(variant), f"ata_smart_error_log.{variant}")
         if part:
             break
     else:
         return "", None, None
     path = f"ata_smart_error_log.{variant}"
-    count = checks.count(_int(part.get("count"), f"{path}.count"), f"{path}.count")
+    count = checks.count(json_int(part.get("count"), f"{path}.count"), f"{path}.count")
     rows = _list(part.get("table"), f"{path}.table")
     if not rows:
         return path, count, None
-    row = _obj(rows[0], f"{path}.table[0]")
+    row = json_obj(rows[0], f"{path}.table[0]")
     commands = _list(row.get("previous_commands") or row.get("commands"), f"{path}.table[0].previous_commands")
     command = ""
     if commands:
-        first = _obj(commands[0], f"{path}.table[0].previous_commands[0]")
+        first = json_obj(commands[0], f"{path}.table[0].previous_commands[0]")
         command = _str(first.get("command_name"), f"{path}.table[0].previous_commands[0].command_name")
     return path, count, sl.LoggedError(
-        number=_int(row.get("error_number"), f"{path}.table[0].error_number"),
-        power_on_hours=checks.hours(_int(row.get("lifetime_hours"), f"{path}.table[0].lifetime_hours"),
+        number=json_int(row.get("error_number"), f"{path}.table[0].error_number"),
+        power_on_hours=checks.hours(json_int(row.get("lifetime_hours"), f"{path}.table[0].lifetime_hours"),
                                     sl.ATA_HOURS_WRAP, f"{path}.table[0].lifetime_hours"),
         description=_str(row.get("error_description"), f"{path}.table[0].error_description"), command=command)
 
 
 def _nvme_error_log(doc: Dict[str, Any], checks: _Checks) -> Tuple[str, Optional[int], Optional[sl.LoggedError]]:
-    health = _obj(doc.get("nvme_smart_health_information_log"), "nvme_smart_health_information_log")
-    count = checks.count(_int(health.get("num_err_log_entries"), "nvme num_err_log_entries"), "nvme num_err_log_entries")
-    log = _obj(doc.get("nvme_error_information_log"), "nvme_error_information_log")
+    health = json_obj(doc.get("nvme_smart_health_information_log"), "nvme_smart_health_information_log")
+    count = checks.count(json_int(health.get("num_err_log_entries"), "nvme num_err_log_entries"), "nvme num_err_log_entries")
+    log = json_obj(doc.get("nvme_error_information_log"), "nvme_error_information_log")
     rows = _list(log.get("table"), "nvme_error_information_log.table")
     if not rows:
         return ("nvme_smart_health_information_log" if count is not None else ""), count, None
-    row = _obj(rows[0], "nvme_error_information_log.table[0]")
-    status = _obj(row.get("status_field"), "nvme_error_information_log.table[0].status_field")
+    row = json_obj(rows[0], "nvme_error_information_log.table[0]")
+    status = json_obj(row.get("status_field"), "nvme_error_information_log.table[0].status_field")
     return "nvme_error_information_log", count, sl.LoggedError(
-        number=_int(row.get("error_count"), "nvme_error_information_log.table[0].error_count"),
+        number=json_int(row.get("error_count"), "nvme_error_information_log.table[0].error_count"),
         description=_str(status.get("string"), "nvme_error_information_log.table[0].status_field.string"))
 
 
 def _scsi_uncorrected(doc: Dict[str, Any], checks: _Checks) -> Tuple[Tuple[str, int], ...]:
-    log = _obj(doc.get("scsi_error_counter_log"), "scsi_error_counter_log")
+    log = json_obj(doc.get("scsi_error_counter_log"), "scsi_error_counter_log")
     out = []
     for direction in ("read", "write", "verify"):
         where = f"scsi_error_counter_log.{direction}.total_uncorrected_errors"
-        value = checks.count(_int(_obj(log.get(direction), f"scsi_error_counter_log.{direction}")
+        value = checks.count(json_int(json_obj(log.get(direction), f"scsi_error_counter_log.{direction}")
                                   .get("total_uncorrected_errors"), where), where)
         if value is not None:
             out.append((direction, value))
@@ -596,15 +581,15 @@ def attribute_rows(doc: Dict[str, Any], names: Dict[int, str]) -> Tuple[Tuple[sl
     -> name, the vocabulary the normaliser uses; smartctl's printed name where it has none), and
     what was left out: a value, worst or threshold outside one byte, a raw value beyond 64 bits, a
     second row with the same id (two series with one label set), rows past the table's 30 entries."""
-    table = _list(_obj(doc.get("ata_smart_attributes"), "ata_smart_attributes").get("table"),
+    table = _list(json_obj(doc.get("ata_smart_attributes"), "ata_smart_attributes").get("table"),
                   "ata_smart_attributes.table")
     rows: List[sl.AttributeRow] = []
     left_out: List[str] = []
     seen = set()
     for index, row in enumerate(table):
         where = f"ata_smart_attributes.table[{index}]"
-        row = _obj(row, where)
-        attr_id = _int(row.get("id"), f"{where}.id")
+        row = json_obj(row, where)
+        attr_id = json_int(row.get("id"), f"{where}.id")
         why = ("no id" if attr_id is None else f"id {attr_id} is outside 1..255" if not 1 <= attr_id <= 255
                else f"id {attr_id} again (the first row is kept)" if attr_id in seen
                else "past the table's 30 rows" if len(rows) >= sl.MAX_ATTRIBUTES else None)
@@ -614,12 +599,12 @@ def attribute_rows(doc: Dict[str, Any], names: Dict[int, str]) -> Tuple[Tuple[sl
         seen.add(attr_id)
         values = {}
         for key, column in (("value", "value"), ("worst", "worst"), ("threshold", "thresh")):
-            number = _int(row.get(column), f"{where}.{column}")
+            number = json_int(row.get(column), f"{where}.{column}")
             if number is not None and not 0 <= number <= sl.ATTRIBUTE_BYTE:
                 left_out.append(f"{where}.{column} {number} is not one byte")
                 number = None
             values[key] = number
-        raw = _int(_obj(row.get("raw"), f"{where}.raw").get("value"), f"{where}.raw.value")
+        raw = json_int(json_obj(row.get("raw"), f"{where}.raw").get("value"), f"{where}.raw.value")
         if raw is not None and not 0 <= raw <= sl.ATTRIBUTE_RAW_MAX:
             left_out.append(f"{where}.raw.value {raw} is beyond smartctl's 64-bit raw value")
             raw = None

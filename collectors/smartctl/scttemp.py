@@ -38,19 +38,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from collectors import smart_logs as sl
 from collectors.model import ParseError
+from collectors.smartctl.json_fields import json_int
 
 PATH = "ata_sct_temperature_history"
 # Drives that give no limit print the signed byte's extremes (smartctl shows -127/127; -128 is
 # the 80h "no value" that smartctl prints as "?").
 _NO_LIMIT = (-128, -127, 127)
-
-
-def _int(value: Any, where: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParseError(f"smartctl JSON: {where} is {type(value).__name__}, expected an integer")
-    return value
 
 
 def _celsius_problem(value: int) -> Optional[str]:
@@ -69,7 +62,7 @@ def _limits(doc: Dict[str, Any], withheld: List[str]) -> Tuple[Optional[int], Op
         raise ParseError(f"smartctl JSON: {PATH}.temperature is {type(limits).__name__}, expected an object")
     found: Dict[str, Optional[int]] = {}
     for key in ("op_limit_min", "op_limit_max", "limit_max"):
-        value = _int(limits.get(key), f"{PATH}.temperature.{key}")
+        value = json_int(limits.get(key), f"{PATH}.temperature.{key}")
         # A maximum of 0 C is what drives without limits print (0/0), like the SCSI trip 0.
         if value is None or value in _NO_LIMIT or (value == 0 and key != "op_limit_min"):
             found[key] = None
@@ -94,7 +87,7 @@ def _limits(doc: Dict[str, Any], withheld: List[str]) -> Tuple[Optional[int], Op
 def _minutes(doc: Dict[str, Any], key: str, withheld: List[str]) -> Optional[int]:
     """A period in minutes. 0 is how drives that keep no history fill the header (SandForce,
     Lite-On, Plextor and Intel SSDs among the captures): absent, without a complaint."""
-    value = _int(doc.get(key), f"{PATH}.{key}")
+    value = json_int(doc.get(key), f"{PATH}.{key}")
     if value is None or value == 0:
         return None
     if not 0 < value <= sl.SCT_INTERVAL_MAX_MINUTES:
@@ -110,8 +103,8 @@ def _samples(doc: Dict[str, Any], withheld: List[str]) -> Optional[List[int]]:
         return None
     if not isinstance(table, list):
         raise ParseError(f"smartctl JSON: {PATH}.table is {type(table).__name__}, expected a list")
-    size = _int(doc.get("size"), f"{PATH}.size")
-    index = _int(doc.get("index"), f"{PATH}.index")
+    size = json_int(doc.get("size"), f"{PATH}.size")
+    index = json_int(doc.get("index"), f"{PATH}.index")
     if size == 0 and not table:
         return None  # "Temperature History is empty"
     if size is None or not 0 < size <= sl.SCT_TABLE_MAX or size != len(table):
@@ -122,7 +115,7 @@ def _samples(doc: Dict[str, Any], withheld: List[str]) -> Optional[List[int]]:
         return None
     samples = []
     for position, entry in enumerate(table):
-        value = _int(entry, f"{PATH}.table[{position}]")
+        value = json_int(entry, f"{PATH}.table[{position}]")
         # null: no sample in that interval; 0 C: what firmware without a sample there writes
         # (as for the drive's current temperature, json_report._celsius_problem)
         if value is None or value == 0:
@@ -149,7 +142,7 @@ def read_history(doc: Dict[str, Any], withheld: List[str]) -> Optional[sl.Temper
     operating, absolute = _limits(history, withheld)
     if interval is None:
         return None
-    size = _int(history.get("size"), f"{PATH}.size") or 0
+    size = json_int(history.get("size"), f"{PATH}.size") or 0
     if history.get("table") is None and not 0 <= size <= sl.SCT_TABLE_MAX:
         withheld.append(f"{PATH}.size {size} is more than the {sl.SCT_TABLE_MAX} entries the table holds")
         size = 0
