@@ -17,20 +17,9 @@ from agent import health
 from agent.metrics import make_registry
 from collectors import smart_logs as sl
 from collectors.model import Drive, ParseError, Snapshot
-from collectors.smartctl import logs, parse_smartctl_json, parse_smartctl_text_reading
-from tests.conftest import read_fixture
-
-T = "smartctl-text/"
-B = "smartctl-text-bsdhw/bsdhw__"
-J = "smartctl-json/"
-
-
-def _reading(name: str):
-    data = read_fixture(name)
-    if name.endswith(".json"):
-        return parse_smartctl_json(data, device="/dev/sda")
-    return parse_smartctl_text_reading(data.decode("utf-8", "replace"), device="/dev/sda")
-
+from collectors.smartctl import logs
+from tests.support.smartctl_fixtures import B, J, T
+from tests.support.smartctl_fixtures import reading_of as _reading
 
 Last = Optional[Tuple[str, str, int, Optional[int], Optional[int]]]
 HAND_CHECKED = [

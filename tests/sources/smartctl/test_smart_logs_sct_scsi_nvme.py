@@ -18,21 +18,11 @@ from prometheus_client import generate_latest
 from agent.metrics import make_registry
 from collectors import smart_logs as sl
 from collectors.model import Drive, ParseError, Snapshot
-from collectors.smartctl import logs, parse_smartctl_json, parse_smartctl_text_reading, scttemp
+from collectors.smartctl import logs, parse_smartctl_json, scttemp
 from tests.conftest import read_fixture
 from tests.support.e2e import check_metrics
-
-T = "smartctl-text/"
-B = "smartctl-text-bsdhw/bsdhw__"
-J = "smartctl-json/"
-
-
-def _reading(name: str):
-    data = read_fixture(name)
-    if name.endswith(".json"):
-        return parse_smartctl_json(data, device="/dev/sda")
-    return parse_smartctl_text_reading(data.decode("utf-8", "replace"), device="/dev/sda")
-
+from tests.support.smartctl_fixtures import B, J, T
+from tests.support.smartctl_fixtures import reading_of as _reading
 
 # ---------------------------------------------------------------- SCT temperature history
 
