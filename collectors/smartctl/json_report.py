@@ -135,11 +135,13 @@ def _big_counter(log: Dict[str, Any], key: str, path: str) -> Optional[int]:
 
 
 def _no_data_reason(doc: Dict[str, Any]) -> str:
-    messages = []
-    for message in doc.get("smartctl", {}).get("messages", []) if isinstance(doc.get("smartctl"), dict) else []:
-        if isinstance(message, dict) and isinstance(message.get("string"), str):
-            messages.append(message["string"])
-    return "; ".join(messages)
+    """smartctl's own messages, joined: its reason when it printed no data. A ``messages`` that
+    is not a list (null in a damaged report) says nothing."""
+    tool = doc.get("smartctl")
+    listed = tool.get("messages") if isinstance(tool, dict) else None
+    if not isinstance(listed, list):
+        return ""
+    return "; ".join(m["string"] for m in listed if isinstance(m, dict) and isinstance(m.get("string"), str))
 
 
 def _is_standby_message(doc: Dict[str, Any]) -> bool:

@@ -398,6 +398,10 @@ MALFORMED = [
     ("number document", b"42", ParseError, "document is int"),
     ("exit_status string", _mutated("smartctl.exit_status", "0"), ParseError, "smartctl.exit_status"),
     ("exit 2 no content", b'{"smartctl": {"exit_status": 2}}', NoSmartData, "exit status 2"),
+    # A damaged report whose messages are null or not a list (found by the fuzz test): no
+    # reason from them, never a crash.
+    ("messages null", b'{"smartctl": {"exit_status": 2, "messages": null}}', NoSmartData, "exit status 2"),
+    ("messages a string", b'{"smartctl": {"exit_status": 2, "messages": "x"}}', NoSmartData, "exit status 2"),
     ("serial number", _mutated("serial_number", 12345), ParseError, "serial_number"),
     ("percentage_used string", _mutated("nvme_smart_health_information_log.percentage_used", "4"),
      ParseError, "percentage_used"),
