@@ -169,7 +169,12 @@ def test_subreaper_adopts_and_kills_a_daemon_that_left_the_group(tmp_path):
     daemon is reparented to it, and the sweeper kills it at its second sighting and reaps it;
     an in-group child of the same tool counts as killed with the group."""
     marker = tmp_path / "daemon.pid"
-    tool = script(tmp_path, f"(setsid sleep 300 >/dev/null 2>&1 </dev/null & echo $! > {marker}) ; "
+    # The daemon writes its own pid once setsid() has run, and the tool waits for that: with
+    # ``$!`` the tool could exit (and its group be killed) before the child had left the group,
+    # which under load killed the would-be daemon with the group (failed CI once).
+    tool = script(tmp_path, f"(setsid sh -c 'echo $$ > {marker}.tmp; mv {marker}.tmp {marker}; "
+                            "exec sleep 300' >/dev/null 2>&1 </dev/null &) ; "
+                            f"while [ ! -s {marker} ]; do sleep 0.01; done; "
                             "sleep 300 >/dev/null 2>&1 </dev/null & echo ok")
     out = subprocess.run([sys.executable, "-c", _SUBREAPER_SCRIPT, tool, str(marker)], cwd=str(ROOT),
                          capture_output=True, text=True, timeout=60)
