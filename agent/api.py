@@ -122,6 +122,7 @@ class HeadAsGet:
         self.app = app
         self.state = getattr(app, "state", None)  # the routes' state (the exposition), for the agent
         self.routes = getattr(app, "routes", [])
+        self.fast = getattr(app, "fast", None)  # GET only: nothing for HEAD to change
 
     async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") != "http" or scope.get("method") != "HEAD":
@@ -151,6 +152,7 @@ class SlashRedirect:
         self.state = getattr(app, "state", None)
         self.routes = getattr(app, "routes", [])
         self._paths = paths
+        self.fast = getattr(app, "fast", None)  # exact route paths only: none ends with "/"
 
     async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
@@ -222,11 +224,17 @@ class Routes:
     def __init__(self) -> None:
         self.state = SimpleNamespace()
         self._handlers: Dict[str, Handler] = {}
+        self._now: Dict[str, Callable[[Dict[str, Any]], Answer]] = {}
         self.routes: List[SimpleNamespace] = []  # each with .path, as FastAPI's list had
 
-    def get(self, path: str, summary: str) -> Callable[[Handler], Handler]:
+    def get(self, path: str, summary: str,
+            now: Optional[Callable[[Dict[str, Any]], Answer]] = None) -> Callable[[Handler], Handler]:
+        """Register ``handler`` for ``GET path``; ``now``, when given, is the same answer as a
+        plain function, which :meth:`fast` offers the server."""
         def register(handler: Handler) -> Handler:
             self._handlers[path] = handler
+            if now is not None:
+                self._now[path] = now
             self.routes.append(SimpleNamespace(path=path, summary=summary))
             return handler
         return register
@@ -246,6 +254,18 @@ class Routes:
         else:
             answer = await handler(scope)
         await _send(send, answer)
+
+    def fast(self, scope: Dict[str, Any]) -> Optional[Tuple[int, Headers, List[bytes]]]:
+        """The answer to a ``GET`` whose route answers without awaiting (``/metrics``), with its
+        ``content-length``, computed now; ``None`` for every other request (the server then
+        runs the app). The scrape's fast path: a task and six ASGI messages were about half
+        of a scrape's time in the agent at 64 drives (issue 32)."""
+        now = self._now.get(scope.get("path", "")) if scope.get("method") == "GET" else None
+        if now is None:
+            return None
+        status, headers, parts = now(scope)
+        length = str(sum(len(p) for p in parts)).encode()
+        return status, list(headers) + [(b"content-length", length)], parts
 
     def openapi(self) -> Dict[str, Any]:
         """An OpenAPI 3.1 description of the routes, with the drives document's schema."""
@@ -286,8 +306,8 @@ def _scrape_routes(routes: Routes, exposition: Exposition, get_snapshot: Callabl
     # Served on the event loop from bytes rendered ahead, never queued behind a thread. gzip
     # when asked (Prometheus always asks): the snapshot's text is compressed once per snapshot
     # by the renderer; a scrape compresses only its ages and the server's counters.
-    @routes.get("/metrics", "Prometheus exposition of the last snapshot")
-    async def metrics(scope: Dict[str, Any]) -> Answer:
+    # The same answer is the server's fast path (Routes.fast): no task, no ASGI messages.
+    def metrics_answer(scope: Dict[str, Any]) -> Answer:
         extra = http_stats.render() if http_stats is not None else b""
         headers = [(b"content-type", CONTENT_TYPE_LATEST.encode())]
         if not accepts_gzip(_header(scope, b"accept-encoding")):
@@ -295,6 +315,10 @@ def _scrape_routes(routes: Routes, exposition: Exposition, get_snapshot: Callabl
             return 200, headers, [static, ages + extra]
         headers += [(b"content-encoding", b"gzip"), (b"vary", b"Accept-Encoding")]
         return 200, headers, list(exposition.gzip_parts(extra))
+
+    @routes.get("/metrics", "Prometheus exposition of the last snapshot", now=metrics_answer)
+    async def metrics(scope: Dict[str, Any]) -> Answer:
+        return metrics_answer(scope)
 
     @routes.get("/healthz", "Liveness: the number of drives and the snapshot's age")
     async def healthz(scope: Dict[str, Any]) -> Answer:

@@ -10,6 +10,7 @@ few minutes): ``ssd_data_age_seconds`` says how old they are.
 from __future__ import annotations
 
 import platform
+import struct
 import threading
 import time
 import zlib
@@ -85,9 +86,9 @@ class Exposition:
         self._fed = False  # a listener hands every snapshot to feed(): scrapes never render
         self._snapshot: Optional[Snapshot] = None
         self._static = b""
-        self._gz_head = b""  # the static text as the start of a gzip stream (sync-flushed)
-        self._gz_state: Any = None  # the compressor after it: each scrape finishes a copy
-        self._ages: List[Tuple[str, float]] = []  # (series up to its value, time of the health data)
+        self._gz_head = _GZIP_HEADER  # the static text as the start of a gzip stream (sync-flushed)
+        self._gz_state: Any = (0, 0)  # the text's CRC-32 and length, for each scrape's trailer
+        self._ages: Tuple[str, List[float]] = ("", [])  # the ages' text as a template, the times it takes
         self.renders_total = 0  # full renders: one per snapshot that was prepared or scraped
         # The drive families, kept per drive and section between snapshots (issue 32).
         self.drive_text = DriveText(lambda: DRIVE_SECTIONS, _DriveFamilies, _label_ids, SECTION_INPUTS)
@@ -107,14 +108,18 @@ class Exposition:
             drives = self.drive_text.render(snap.drives, _info_header()).encode("utf-8")
             static = drives + generate_latest(_Families(agent_families(snap)))
             # Level 6, once per snapshot, off the event loop (2.79 MB at 1,024 drives is about
-            # 217 KB), sync-flushed so that the compressor's state after it can finish each
-            # scrape's stream with that scrape's ages: one gzip member, whose CRC covers all.
-            gz_state = zlib.compressobj(6, zlib.DEFLATED, 31)
-            gz_head = gz_state.compress(static) + gz_state.flush(zlib.Z_SYNC_FLUSH)
-            ages = [
-                (f'ssd_data_age_seconds{{device="{_escape(d.device)}",serial="{_escape(d.serial)}"}} ', t)
-                for d, t in _health_times(snap.drives)
-            ]
+            # 217 KB): a gzip header and raw deflate blocks, sync-flushed (ended on a byte
+            # boundary, no final block), so that each scrape appends its own blocks and trailer.
+            deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+            gz_head = _GZIP_HEADER + deflate.compress(static) + deflate.flush(zlib.Z_SYNC_FLUSH)
+            gz_state = (zlib.crc32(static), len(static))
+            # The ages as one %-template and the times it takes, in order: a scrape fills it in
+            # one formatting call (a third less than a line each).
+            timed = _health_times(snap.drives)
+            template = (_AGE_HEADER if timed else "") + "".join(
+                f'ssd_data_age_seconds{{device="{_escape(d.device)}",serial="{_escape(d.serial)}"}} '
+                .replace("%", "%%") + "%.3f\n" for d, _t in timed)
+            ages = (template, [t for _d, t in timed])
             with self._lock:
                 self._static, self._ages, self._snapshot = static, ages, snap
                 self._gz_head, self._gz_state = gz_head, gz_state
@@ -124,7 +129,7 @@ class Exposition:
         static, ages = self.render_parts()
         return static + ages
 
-    def _current(self) -> Tuple[bytes, bytes, Any, List[Tuple[str, float]]]:
+    def _current(self) -> Tuple[bytes, bytes, Any, Tuple[str, List[float]]]:
         with self._lock:
             rendered = self._snapshot
         if rendered is None or (not self._fed and rendered is not self._get()):
@@ -132,13 +137,11 @@ class Exposition:
         with self._lock:
             return self._static, self._gz_head, self._gz_state, self._ages
 
-    def _ages_text(self, ages: List[Tuple[str, float]]) -> bytes:
+    def _ages_text(self, ages: Tuple[str, List[float]]) -> bytes:
+        template, times = ages
         now = self._clock()
-        lines = [_AGE_HEADER] if ages else []
-        # Milliseconds are all an age needs, and "%.3f" is a third of repr's cost: with the
-        # line's start kept per snapshot, 1,024 drives' ages cost about 0.7 ms a scrape (1.9).
-        lines.extend([f"{series}{now - t if now > t else 0.0:.3f}\n" for series, t in ages])
-        return "".join(lines).encode()
+        # Milliseconds are all an age needs ("%.3f" is a third of repr's cost).
+        return (template % tuple([now - t if now > t else 0.0 for t in times])).encode()
 
     def render_parts(self) -> Tuple[bytes, bytes]:
         """The cached text (one object shared by every scrape of a snapshot, so a response
@@ -148,12 +151,22 @@ class Exposition:
 
     def gzip_parts(self, extra: bytes = b"") -> Tuple[bytes, bytes]:
         """The same as one gzip stream in two parts: the cached compressed text, and the end of
-        the stream (this scrape's ages and ``extra``, compressed by a copy of the compressor
-        state the text left, then the gzip trailer)."""
+        the stream: this scrape's ages and ``extra`` as deflate blocks of their own (a fresh
+        compressor: they need no back-reference into the text), the last one final, then the
+        trailer with the CRC-32 and length of the whole text. One gzip member, as a client that
+        reads only the first member needs; 0.02 ms at 64 drives where finishing a copy of the
+        text's compressor state cost 0.17 ms (issue 32)."""
         _static, head, state, ages = self._current()
-        finish = state.copy()
-        return head, finish.compress(self._ages_text(ages) + extra) + finish.flush()
+        crc, size = state
+        tail = self._ages_text(ages) + extra
+        deflate = zlib.compressobj(1, zlib.DEFLATED, -15)
+        blocks = deflate.compress(tail) + deflate.flush()
+        trailer = struct.pack("<II", zlib.crc32(tail, crc), (size + len(tail)) & 0xFFFFFFFF)
+        return head, blocks + trailer
 
+
+# gzip's member header (RFC 1952): deflate, no flags, no time, no extra flags, OS Unix.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
 
 _AGE_HELP = "Age of the drive's health data at scrape time (values are cached)."
 _AGE_HEADER = f"# HELP ssd_data_age_seconds {_AGE_HELP}\n# TYPE ssd_data_age_seconds gauge\n"

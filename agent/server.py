@@ -238,6 +238,7 @@ class _Exchange:
         self.body_complete = False
         self.body_delivered = False
         self.arrived = asyncio.Event()  # more body, the end of it, or a disconnect
+        self.answer_now = False  # for the app's fast path once the request is read
         self.started = False  # response head written
         self.complete = False  # response fully written and drained
         self.disconnected = False
@@ -250,6 +251,10 @@ class _Shared:
     def __init__(self, app: Any, stats: HTTPStats, request_timeout: float, max_connections: int,
                  stalled_budget: int = STALLED_BYTES_BUDGET) -> None:
         self.app = app
+        # The app's answer-now hook (agent.api.Routes.fast, kept by its wrappers; a wrapper
+        # that must see every request, as basic auth, does not offer one): a request it
+        # answers is written without a task or ASGI messages.
+        self.fast: Optional[Callable[[Dict[str, Any]], Any]] = getattr(app, "fast", None)
         self.stalled_budget = stalled_budget
         self.stats = stats
         self.request_timeout = request_timeout
@@ -357,6 +362,11 @@ class HTTPConnection(asyncio.BufferedProtocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._read_timer: Optional[asyncio.TimerHandle] = None
+        self._read_due: Optional[Tuple[float, str]] = None  # (loop time, reason) or none
+        # The last request answered on the fast path, as read (bytes, its scope), and the
+        # scope of one answered on it during the current read.
+        self._repeat: Optional[Tuple[bytes, Dict[str, Any]]] = None
+        self._answered_now: Optional[Dict[str, Any]] = None
         self._write_timer: Optional[asyncio.TimerHandle] = None
         self._cycle_started = time.monotonic()  # opened, or previous response done
         self._awaiting_first_byte = False
@@ -389,7 +399,12 @@ class HTTPConnection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self.closing:
             return
-        self.h11.receive_data(bytes(self.shared.read_buffer[:nbytes]))
+        data = bytes(self.shared.read_buffer[:nbytes])
+        between = self._between_requests()
+        if between and self._repeat is not None and data == self._repeat[0] and self._answer_repeat():
+            return
+        self._answered_now = None
+        self.h11.receive_data(data)
         if self._awaiting_first_byte:
             # An idle keep-alive connection started a request: the head deadline applies now,
             # counted from the end of the previous response.
@@ -397,6 +412,59 @@ class HTTPConnection(asyncio.BufferedProtocol):
             elapsed = time.monotonic() - self._cycle_started
             self._arm_read(max(0.0, self.shared.request_timeout - elapsed), "request_timeout")
         self._process()
+        if between and self._answered_now is not None and self._between_requests():
+            # This read was one whole request, answered at once, and the connection is back
+            # where it was: the same bytes next time mean the same request (see _answer_repeat).
+            self._repeat = (data, self._answered_now)
+
+    # -- a scraper's repeated request -----------------------------------------------------
+    #
+    # Prometheus sends the same bytes for every scrape of a target on a kept-alive connection.
+    # h11 parsed and validated them once; parsing them again (four events, a state machine,
+    # a scope, an exchange) was most of what a scrape cost the agent beyond the floor's write
+    # of prepared bytes (issue 32). So a read that is byte for byte the last request answered
+    # on the fast path, arriving between requests (h11 idle on both sides, nothing buffered),
+    # is answered from the same scope without h11: h11 saw no bytes and sent none, so it is
+    # still idle for the next request, exactly as after a full cycle. Anything else (a read
+    # that is part of a request or more than one, another request, a slow client, a server
+    # shutting down) takes the full path.
+
+    def _between_requests(self) -> bool:
+        return (self.exchange is None and not self.closing and not self.shared.shutting_down
+                and self.h11.their_state is h11.IDLE and self.h11.our_state is h11.IDLE
+                and not self.h11.trailing_data[0])
+
+    def _answer_repeat(self) -> bool:
+        """Answer the repeated request; False (nothing done) when it must take the full path."""
+        assert self._repeat is not None
+        if not self._writable.is_set():
+            return False
+        try:
+            answer = self.shared.fast(self._repeat[1])
+        except Exception:  # the full path answers it, and logs and counts the failure
+            return False
+        if answer is None:
+            return False
+        status, headers, parts = answer
+        if sum(len(p) for p in parts) > WRITE_CHUNK:
+            return False
+        # As h11 writes a response head: status line, the headers in order, a blank line.
+        head = [b"HTTP/1.1 %d %s\r\n" % (status, _STATUS_PHRASES.get(status, b""))]
+        head += [b"%s: %s\r\n" % (name, value) for name, value in headers]
+        head.append(b"date: %s\r\n\r\n" % self.shared.date.get())
+        self.transport.write(b"".join(head + [p for p in parts if p]))
+        self._cycle_started = time.monotonic()
+        self._awaiting_first_byte = True
+        self._arm_read(min(KEEP_ALIVE_SECONDS, self.shared.request_timeout), "idle_timeout")
+        if not self._writable.is_set():  # the client is slow to read: no next request until it has
+            self.transport.pause_reading()
+            self.loop.create_task(self._resume_when_drained())
+        return True
+
+    async def _resume_when_drained(self) -> None:
+        await self._drain(0)
+        if not self.closing:
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         if not self.closing:
@@ -481,13 +549,33 @@ class HTTPConnection(asyncio.BufferedProtocol):
         self.abort()
 
     def _arm_read(self, delay: float, reason: str) -> None:
-        self._cancel("_read_timer")
-        self._read_timer = self.loop.call_later(delay, self._read_deadline, reason)
+        """The read deadline is now ``delay`` from now. Timers are lazy: one armed for an
+        earlier time stays and, when it fires, re-arms for the deadline then due; so a
+        keep-alive scrape creates no timer (it moved the deadline four times a request,
+        three timer handles and a heap entry each, 7% of a scrape's time in the agent)."""
+        deadline = self.loop.time() + delay
+        self._read_due = (deadline, reason)
+        timer = self._read_timer
+        if timer is not None:
+            if timer.when() <= deadline:
+                return
+            timer.cancel()
+        self._read_timer = self.loop.call_at(deadline, self._read_deadline)
 
-    def _read_deadline(self, reason: str) -> None:
+    def _disarm_read(self) -> None:
+        """No read deadline (a request is being answered); a timer still armed finds none due."""
+        self._read_due = None
+
+    def _read_deadline(self) -> None:
         self._read_timer = None
-        if self.closing:
+        due = self._read_due
+        if self.closing or due is None:
             return
+        deadline, reason = due
+        if self.loop.time() + 0.001 < deadline:  # moved later since this timer was armed
+            self._read_timer = self.loop.call_at(deadline, self._read_deadline)
+            return
+        self._read_due = None
         if reason == "idle_timeout":
             self.shared.stats.closed[reason] += 1  # routine, not worth a log line
         else:
@@ -530,7 +618,7 @@ class HTTPConnection(asyncio.BufferedProtocol):
                 self.close()
 
     def _begin(self, request: h11.Request) -> None:
-        self._cancel("_read_timer")
+        self._disarm_read()
         names = [name for name, _ in request.headers]
         if b"content-length" in names and b"transfer-encoding" in names:
             self._refuse(400, "bad_request", "refused a request with both Content-Length and Transfer-Encoding "
@@ -607,12 +695,15 @@ class HTTPConnection(asyncio.BufferedProtocol):
         exchange.arrived.set()
 
     def _end_of_body(self) -> None:
-        self._cancel("_read_timer")
+        self._disarm_read()
         exchange = self.exchange
         if exchange is None:
             return
         exchange.body_complete = True
         exchange.arrived.set()
+        if exchange.answer_now and not exchange.started:
+            self._answer_now(exchange)  # completes it and reads the next request, if it can
+            return
         if exchange.complete:  # answered before its body was read: now the next one
             self._next_cycle()
 
@@ -647,7 +738,69 @@ class HTTPConnection(asyncio.BufferedProtocol):
 
     def start(self, exchange: _Exchange) -> None:
         exchange.running = True
+        if self.shared.fast is not None and exchange.scope["method"] == "GET":
+            # Answered as soon as the request's end is read (the next event for a GET), or
+            # now if it was (a request from the pipelined lane).
+            exchange.answer_now = True
+            if exchange.body_complete:
+                self._answer_now(exchange)
+            return
         self.loop.create_task(self._respond(exchange))
+
+    def _answer_now(self, exchange: _Exchange) -> None:
+        """The fast path: a request the app answers at once (``/metrics``) is written here as
+        one buffer, head and body together (one ``send``); any other, or an answer too large
+        to write without waiting for the client, goes the ASGI way."""
+        if exchange.disconnected or self.closing or exchange is not self.exchange:
+            return
+        try:
+            answer = self.shared.fast(exchange.scope)
+        except Exception as exc:  # as for the app: a 500 for this client
+            self._app_failed(exchange, f"{type(exc).__name__}: {exc}")
+            return
+        if answer is None:
+            self.loop.create_task(self._respond(exchange))
+            return
+        status, headers, parts = answer
+        if not self._writable.is_set() or sum(len(p) for p in parts) > WRITE_CHUNK:
+            self.loop.create_task(self._send_answer(exchange, status, headers, parts))
+            return
+        headers.append((b"date", self.shared.date.get()))
+        if self.shared.shutting_down or exchange.last:
+            headers.append((b"connection", b"close"))
+        self.transport.write(b"".join([
+            self.h11.send(h11.Response(status_code=status, headers=headers, reason=_STATUS_PHRASES.get(status, b""))),
+            *(self.h11.send(h11.Data(data=p)) for p in parts if p),
+            self.h11.send(h11.EndOfMessage()),
+        ]))
+        exchange.started = True
+        if not self._writable.is_set():  # over the high-water mark: complete once it drains
+            self.loop.create_task(self._complete_when_drained(exchange))
+            return
+        exchange.complete = True
+        exchange.arrived.set()
+        if not (self.shared.shutting_down or exchange.last):
+            self._answered_now = exchange.scope
+        self._response_done(exchange)
+
+    async def _complete_when_drained(self, exchange: _Exchange) -> None:
+        await self._drain(0)
+        if not (exchange.disconnected or self.closing):
+            exchange.complete = True
+            exchange.arrived.set()
+            self._response_done(exchange)
+
+    async def _send_answer(self, exchange: _Exchange, status: int, headers: List[Tuple[bytes, bytes]],
+                           parts: List[bytes]) -> None:
+        """``_answer_now``'s answer sent as the app would: in chunks, each after the client took
+        the last."""
+        try:
+            await self._send(exchange, {"type": "http.response.start", "status": status, "headers": headers})
+            for i, part in enumerate(parts or [b""]):
+                await self._send(exchange, {"type": "http.response.body", "body": part,
+                                            "more_body": i < len(parts) - 1})
+        except Exception as exc:
+            self._app_failed(exchange, f"{type(exc).__name__}: {exc}")
 
     async def _respond(self, exchange: _Exchange) -> None:
         async def receive() -> Dict[str, Any]:

@@ -628,3 +628,119 @@ def test_the_server_uses_no_private_api() -> None:
         text = path.read_text()
         assert not re.search(r"^\s*(import|from)\s+uvicorn", text, re.M), path
         assert not re.search(r"\bh11\._", text), path
+
+
+# -- issue 32: the fast path, and a scraper's repeated request answered without h11 ----------
+
+class _FastApp:
+    """An app with the agent's answer-now hook: ``fast`` answers ``GET /metrics`` (a body that
+    counts the answers, ``size`` bytes long) and records the scope it was given; everything
+    else goes to the ASGI side, which counts its calls."""
+
+    def __init__(self, size: int = 100, fail: bool = False) -> None:
+        self.scopes: List[Dict] = []
+        self.asgi_calls = 0
+        self.size = size
+        self.fail = fail
+
+    def fast(self, scope: Dict):
+        if scope["path"] != "/metrics" or scope["method"] != "GET":
+            return None
+        if self.fail:
+            raise RuntimeError("broken renderer")
+        self.scopes.append(scope)
+        body = str(len(self.scopes)).encode().ljust(self.size, b".")
+        return 200, [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())], [body[:10], body[10:]]
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.asgi_calls += 1
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _answers(sock: socket.socket, count: int, timeout: float = 5.0) -> List[Tuple[bytes, bytes]]:
+    """``count`` responses (head, body) read off ``sock``, framed by their Content-Length."""
+    sock.settimeout(timeout)
+    out, buf = [], b""
+    while len(out) < count:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            assert chunk, f"closed after {len(out)} answers"
+            buf += chunk
+        head, _, buf = buf.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?im)^content-length: *(\d+)", head).group(1))
+        while len(buf) < length:
+            chunk = sock.recv(65536)
+            assert chunk, "closed inside a body"
+            buf += chunk
+        out.append((head, buf[:length]))
+        buf = buf[length:]
+    return out
+
+
+SCRAPE = b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nUser-Agent: Prometheus/2.42.0\r\n\r\n"
+
+
+def test_a_repeated_scrape_is_answered_from_its_first_parse_exactly_as_h11_answered_it() -> None:
+    app = _FastApp()
+    with serving(app=app, request_timeout=1.5) as (port, stats):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            answers = []
+            for _ in range(5):
+                s.sendall(SCRAPE)
+                answers += _answers(s, 1)
+            # every answer in order, the head the same bytes but for the date
+            assert [body.rstrip(b".") for _, body in answers] == [b"1", b"2", b"3", b"4", b"5"]
+            heads = {re.sub(rb"(?im)^date: .*$", b"date: -", head) for head, _ in answers}
+            assert heads == {b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 100\r\ndate: -"}
+            # the first was parsed by h11 (a scope of its own); the four after it reused that scope
+            assert len({id(scope) for scope in app.scopes}) == 1 and app.asgi_calls == 0
+            # another request on the same connection is parsed again, then repeats in turn
+            other = SCRAPE.replace(b"gzip", b"identity")
+            for _ in range(2):
+                s.sendall(other)
+                _answers(s, 1)
+            assert len({id(scope) for scope in app.scopes}) == 2
+            assert dict(app.scopes[-1]["headers"])[b"accept-encoding"] == b"identity"
+            # HEAD and other paths take the app's own way, on the same connection
+            s.sendall(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n" + b"GET /else HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.settimeout(5)
+            assert _read_until(s, b"\r\n\r\nok").count(b"HTTP/1.1 200") == 2 and app.asgi_calls == 2
+            # pipelined repeats (two requests in one read) are parsed, and answered in order
+            s.sendall(SCRAPE * 2)
+            assert [body.rstrip(b".") for _, body in _answers(s, 2)] == [b"8", b"9"]
+            # an idle connection still closes at its deadline after repeated answers
+            s.settimeout(10)
+            assert s.recv(1) == b""
+        assert stats.closed["idle_timeout"] == 1
+        # a scrape asking to close gets Connection: close, and the connection ends
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(SCRAPE)
+            _answers(s, 1)
+            s.sendall(SCRAPE.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+            head, _ = _answers(s, 1)[0]
+            assert b"connection: close" in head.lower()
+            s.settimeout(5)
+            assert s.recv(1) == b""
+
+
+def test_a_request_split_across_reads_and_a_large_or_failing_fast_answer() -> None:
+    app = _FastApp(size=200_000)  # over WRITE_CHUNK: sent in chunks, each after the client took the last
+    with serving(app=app) as (port, stats):
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            for _ in range(3):
+                s.sendall(SCRAPE[:20])
+                time.sleep(0.05)
+                s.sendall(SCRAPE[20:])
+                head, body = _answers(s, 1)[0]
+                assert head.startswith(b"HTTP/1.1 200") and len(body) == 200_000
+            s.sendall(SCRAPE)
+            s.sendall(SCRAPE)
+            assert len(_answers(s, 2)) == 2
+        # a request that arrived in parts is never answered from a repeat: five parses
+        assert len({id(scope) for scope in app.scopes}) == 5
+    failing = _FastApp(fail=True)
+    with serving(app=failing) as (port, stats):
+        out = _exchange(port, SCRAPE, wait=2.0)
+        assert out.startswith(b"HTTP/1.1 500") and out.endswith((b"<closed>", b"<reset>"))
+        assert stats.closed["app_error"] == 1
