@@ -414,6 +414,20 @@ def start_servers(size: int, args: argparse.Namespace, workdir: Path, servers: D
     wait_full(servers["ours"], lambda body: start_bench.full(body, size), args.ready_timeout)
     print(f"  ours:  first answer {servers['ours'].first:.2f} s, full data {servers['ours'].full:.2f} s", flush=True)
 
+    if args.no_peer:
+        print("  peer:  not run (--no-peer)", flush=True)
+    else:
+        _start_peer(args, peer_host, simtool, workdir, servers)
+
+    _capture_floor_body(servers["ours"], workdir / "floor")
+    floor_args = [sys.executable, str(Path(__file__).resolve()), "--serve-floor", str(workdir / "floor"),
+                  "--port", "{port}"]
+    servers["floor"] = spawn("floor", floor_args, workdir, size)
+    wait_full(servers["floor"], lambda body: True, args.ready_timeout)
+    print(f"  floor: first answer {servers['floor'].first:.2f} s", flush=True)
+
+
+def _start_peer(args: argparse.Namespace, peer_host, simtool, workdir: Path, servers: Dict[str, Server]) -> None:
     # What the peer's scan will list (the fake smartctl in-process: not in the call log).
     scan = json.loads(simtool.run(str(peer_host.state_file), "smartctl", ["--json", "--scan"])[0])
     expected = [os.path.basename(d["name"]) for d in scan["devices"]]
@@ -423,13 +437,6 @@ def start_servers(size: int, args: argparse.Namespace, workdir: Path, servers: D
     wait_full(servers["peer"], peer_full(expected), args.ready_timeout)
     print(f"  peer:  first answer {servers['peer'].first:.2f} s, full data {servers['peer'].full:.2f} s "
           f"({len(expected)} smartctl devices)", flush=True)
-
-    _capture_floor_body(servers["ours"], workdir / "floor")
-    floor_args = [sys.executable, str(Path(__file__).resolve()), "--serve-floor", str(workdir / "floor"),
-                  "--port", "{port}"]
-    servers["floor"] = spawn("floor", floor_args, workdir, size)
-    wait_full(servers["floor"], lambda body: True, args.ready_timeout)
-    print(f"  floor: first answer {servers['floor'].first:.2f} s", flush=True)
 
 
 def _calls(server: Server) -> List[str]:
@@ -449,7 +456,7 @@ def measure(servers: Dict[str, Server], args: argparse.Namespace) -> float:
     calls0 = {name: len(_calls(s)) for name, s in servers.items()}
     started = time.perf_counter()
     for _ in range(args.rounds):
-        for name in SERVERS:
+        for name in [n for n in SERVERS if n in servers]:
             before, round_start = {n: cpu_seconds(s.proc.pid)[0] for n, s in servers.items()}, time.perf_counter()
             scrape_round(servers[name], args.seconds / args.rounds, args.interval, args.ready_timeout)
             spent = time.perf_counter() - round_start
@@ -517,7 +524,7 @@ def _per_drive_hour(value: float, server: Server, window: float) -> float:
 def print_size(result: Dict) -> None:
     servers, window = result["servers"], result["window"]
     load_start, load_end = result["load"]
-    for name in SERVERS:
+    for name in [n for n in SERVERS if n in servers]:
         s = servers[name]
         calls = ", ".join(f"{what} {n}" for what, n in sorted(s.calls.items())) or "none"
         print(f"  {name:5}: {len(s.latencies)} scrapes, {s.errors} failed; p50 {_ms(percentile(s.latencies, 50))} ms, "
@@ -535,7 +542,7 @@ def table_rows(result: Dict) -> List[str]:
     floor = servers["floor"]
     load = f"{result['load'][0][0]:.2f} -> {result['load'][1][0]:.2f}"
     rows = []
-    for name in SERVERS:
+    for name in [n for n in SERVERS if n in servers]:
         s = servers[name]
         p50, p99 = percentile(s.latencies, 50), percentile(s.latencies, 99)
         versus = f"{p50 / percentile(floor.latencies, 50):.1f}x / {p99 / percentile(floor.latencies, 99):.1f}x"
@@ -573,6 +580,9 @@ def main() -> int:
     ap.add_argument("--peer", default=os.environ.get(PEER_ENV) or shutil.which("smartctl_exporter"),
                     help=f"smartctl_exporter binary (default ${PEER_ENV}, or smartctl_exporter on PATH)")
     ap.add_argument("--no-history", action="store_true", help="run ours with --no-history")
+    ap.add_argument("--no-peer", action="store_true",
+                    help="ours and the floor only: at 1,024 drives the peer's 1,024 fake smartctl processes "
+                         "(Python, per poll) load a 2-core machine past what the comparison can bear")
     ap.add_argument("--refresh", type=float, default=5.0,
                     help="seconds between rewrites of the simulated /proc/diskstats and write-cache files")
     ap.add_argument("--ready-timeout", type=float, default=900.0, help="seconds a server has to reach full data, and a scrape to be answered")
@@ -581,7 +591,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.serve_floor is not None:
         return serve_floor(args.serve_floor, args.port)
-    if not args.peer or not os.access(args.peer, os.X_OK):
+    if not args.no_peer and (not args.peer or not os.access(args.peer, os.X_OK)):
         ap.error(f"no smartctl_exporter binary: give --peer PATH or set ${PEER_ENV} (got {args.peer!r})")
     # SIGTERM ends the run as Ctrl-C does: through the finally blocks that stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

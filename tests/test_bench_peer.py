@@ -97,3 +97,26 @@ def test_peer_bench_refuses_without_a_peer_binary(tmp_path):
     assert proc.returncode == 2
     assert "SSDFLEET_PEER_EXPORTER" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_peer_bench_without_the_peer_compares_ours_with_the_floor(tmp_path):
+    """``--no-peer`` (how the 1,024-drive figures are taken): ours and the floor only, every
+    measured column filled, nothing left; runs where no peer binary is built."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    env.pop("SSDFLEET_PEER_EXPORTER", None)
+    proc = subprocess.run([sys.executable, str(BENCH), "--sizes", "4", "--seconds", "2", "--no-peer",
+                           "--peer", str(tmp_path / "absent")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "peer:  not run (--no-peer)" in proc.stdout
+    header, rows = _table(proc.stdout)
+    assert header == COLUMNS
+    assert [(row["drives"], row["server"]) for row in rows] == [("4", "ours"), ("4", "floor")]
+    for row in rows:
+        p50, p99, top = (float(row[c]) for c in ("p50 ms", "p99 ms", "max ms"))
+        assert 0 < p50 <= p99 <= top, row
+        assert row["scrapes (failed)"].endswith("(0)"), row
+    assert list(tmp.iterdir()) == [], "the bench left files behind"
+    assert _ours(tmp) == [], "the bench left processes behind"
