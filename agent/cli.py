@@ -144,6 +144,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.views import ViewState
 
     memory.limit_arenas()
+    memory.quick_handover()
     web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
     host, port = config.listen_host_port()
     chosen = _fill_state_dir(config)
@@ -166,6 +167,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     app = create_app(poller.snapshot, page=page, state=state, http_stats=http_stats)
     poller.add_listener(app.state.exposition.feed)
     poller.add_listener(state.update)
+    poller.add_listener(memory.Settler())  # before the trim: what it frees is trimmed too
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
         app = webconfig.secure_app(app, web, stats=http_stats)
