@@ -16,10 +16,15 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from agent import __version__
-from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, Intervals, load_config
-from collectors import registry
-from collectors.source import tool_defaults
+# pydantic reads every installed distribution's entry points for plugins when the first model
+# is built: 30-50 ms of the agent's start (issue 32), more on a host with many packages. The
+# agent uses no plugin, and one installed on the host for something else has no place in it.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+from agent import __version__  # noqa: E402 - after the line above, before pydantic is used
+from agent.config import COLLECTOR_NAMES, DEFAULT_PORT, Config, ConfigError, Intervals, load_config  # noqa: E402
+from collectors import registry  # noqa: E402
+from collectors.source import tool_defaults  # noqa: E402
 
 # Flags that come from the registry: a path flag per tool, an interval flag per source,
 # --collector.NAME / --no-collector.NAME per source.
