@@ -882,6 +882,9 @@ def inventory(
     established. ``queue_devices``: the block devices discovery listed for the drive (its own
     name, or the namespaces of an NVMe controller)."""
     out: List[Target] = []
+    by_drive: Dict[str, List[str]] = {}  # an NVMe controller's namespaces, computed once per call
+    for device in sorted(block):
+        by_drive.setdefault(block[device].drive_name, []).append(device)
     for drive in merge_drives(health, block, include_block_devices):
         r = drive.reading
         name = r.block_device or os.path.basename(r.device)
@@ -890,7 +893,7 @@ def inventory(
         elif name in block:
             queues = (name,)
         else:
-            queues = tuple(n for n in sorted(block) if block[n].drive_name == name)
+            queues = tuple(by_drive.get(name, ()))
         out.append(Target(
             identity=r.identity, kind=r.kind, name=name, device=r.device, block_device=r.block_device,
             queue_devices=queues, device_type=r.device_type, serial=r.serial, wwn=r.wwn, model=r.model,
@@ -938,11 +941,20 @@ def merge_drives(
 ) -> List[_Merged]:
     """:func:`merge_readings`, each drive with the source readings it was made of."""
     drives: List[_Merged] = []
+    # The drives by identity, in the order they were made: a merged drive's identity is its
+    # first reading's (identity fields are never supplemented). Scanning every drive for each
+    # reading cost 14% of a CPU at 1,024 drives (a diskstats pass every 15 s; issue 32).
+    by_identity: Dict[str, List[_Merged]] = {}
+
+    def add(merged: _Merged) -> None:
+        drives.append(merged)
+        by_identity.setdefault(merged.reading.identity, []).append(merged)
+
     for _, name, report in sorted(reports, key=lambda pnr: pnr[:2]):
         for _key, (reading, when) in sorted(report.readings.items()):
-            same = _same_drive(drives, reading, name)
+            same = _same_drive(by_identity, reading, name)
             if same is None:
-                drives.append(_Merged(reading, {name: when}, [(name, reading)]))
+                add(_Merged(reading, {name: when}, [(name, reading)]))
             else:
                 same.reading = supplement(same.reading, reading, name)
                 same.polls[name] = when
@@ -953,8 +965,8 @@ def merge_drives(
             if b.drive_name in covered or name in covered:
                 continue
             reading = blockdev.reading_of(b)
-            if _same_drive(drives, reading, "") is None:
-                drives.append(_Merged(reading, {}, [("", reading)]))
+            if _same_drive(by_identity, reading, "") is None:
+                add(_Merged(reading, {}, [("", reading)]))
             covered.add(b.drive_name)
     _qualify(drives)
     return sorted(drives, key=lambda d: d.reading.device)
@@ -971,12 +983,12 @@ class _Merged:
         self.members = members
 
 
-def _same_drive(drives: Sequence[_Merged], reading: DriveReading, source: str) -> Optional[_Merged]:
-    """The drive ``reading`` is about among those merged so far, or None for a new one."""
-    identity = reading.identity
-    for drive in drives:
-        if drive.reading.identity == identity and not any(
-                _apart(mine, reading, name == source) for name, mine in drive.members):
+def _same_drive(by_identity: Mapping[str, Sequence[_Merged]], reading: DriveReading,
+                source: str) -> Optional[_Merged]:
+    """The drive ``reading`` is about among those merged so far (by identity, in the order
+    they were made), or None for a new one."""
+    for drive in by_identity.get(reading.identity, ()):
+        if not any(_apart(mine, reading, name == source) for name, mine in drive.members):
             return drive
     return None
 

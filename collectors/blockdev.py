@@ -35,6 +35,7 @@ from collectors.model import (
 
 # Devices that are not drives: partitions are handled by their parent; these are virtual.
 _NOT_A_DRIVE = re.compile(r"^(loop|ram|zram|dm-|md|sr|fd|nbd|rbd|drbd)\d*")
+_NVME_NAMESPACE = re.compile(r"^(nvme\d+)n\d+$")
 
 SECTOR_BYTES = 512  # sysfs "size" counts 512-byte units regardless of the logical block size
 
@@ -53,7 +54,7 @@ class BlockDevice:
     @property
     def drive_name(self) -> str:
         """The drive this device belongs to: nvme0n1 -> nvme0 (the controller holds SMART)."""
-        m = re.match(r"^(nvme\d+)n\d+$", self.name)
+        m = _NVME_NAMESPACE.match(self.name)
         return m.group(1) if m else self.name
 
 
