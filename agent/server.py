@@ -101,6 +101,12 @@ MAX_BODY_BYTES = 64 * 1024
 # Output is written in pieces of this size; the transport is "backed up" over the high-water
 # mark, and the next piece waits until it is back under the low one.
 WRITE_CHUNK = 64 * 1024
+# An answer the app gives at once (agent.api's /metrics) up to this size is written in one go:
+# the kernel's send buffer (twice SEND_BUFFER) takes most of it at once and the transport holds
+# the rest, with the write deadline and the output budget applying as for any chunk. 1,024
+# drives gzipped are about 280 KB: in 64 KiB chunks, each waiting for the client, a scrape took
+# five turns of the event loop, each a wait for the GIL behind a render (issue 32).
+FAST_ANSWER_MAX = 512 * 1024
 WRITE_HIGH_WATER = 64 * 1024
 WRITE_LOW_WATER = 16 * 1024
 # The kernel's send buffer for each connection (Linux doubles the figure). Left to autotuning,
@@ -446,7 +452,7 @@ class HTTPConnection(asyncio.BufferedProtocol):
         if answer is None:
             return False
         status, headers, parts = answer
-        if sum(len(p) for p in parts) > WRITE_CHUNK:
+        if sum(len(p) for p in parts) > FAST_ANSWER_MAX:
             return False
         # As h11 writes a response head: status line, the headers in order, a blank line.
         head = [b"HTTP/1.1 %d %s\r\n" % (status, _STATUS_PHRASES.get(status, b""))]
@@ -762,7 +768,7 @@ class HTTPConnection(asyncio.BufferedProtocol):
             self.loop.create_task(self._respond(exchange))
             return
         status, headers, parts = answer
-        if not self._writable.is_set() or sum(len(p) for p in parts) > WRITE_CHUNK:
+        if not self._writable.is_set() or sum(len(p) for p in parts) > FAST_ANSWER_MAX:
             self.loop.create_task(self._send_answer(exchange, status, headers, parts))
             return
         headers.append((b"date", self.shared.date.get()))

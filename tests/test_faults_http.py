@@ -725,7 +725,7 @@ def test_a_repeated_scrape_is_answered_from_its_first_parse_exactly_as_h11_answe
 
 
 def test_a_request_split_across_reads_and_a_large_or_failing_fast_answer() -> None:
-    app = _FastApp(size=200_000)  # over WRITE_CHUNK: sent in chunks, each after the client took the last
+    app = _FastApp(size=600_000)  # over FAST_ANSWER_MAX: sent in chunks, each after the client took the last
     with serving(app=app) as (port, stats):
         with socket.create_connection(("127.0.0.1", port)) as s:
             for _ in range(3):
@@ -733,7 +733,7 @@ def test_a_request_split_across_reads_and_a_large_or_failing_fast_answer() -> No
                 time.sleep(0.05)
                 s.sendall(SCRAPE[20:])
                 head, body = _answers(s, 1)[0]
-                assert head.startswith(b"HTTP/1.1 200") and len(body) == 200_000
+                assert head.startswith(b"HTTP/1.1 200") and len(body) == 600_000
             s.sendall(SCRAPE)
             s.sendall(SCRAPE)
             assert len(_answers(s, 2)) == 2
@@ -744,3 +744,20 @@ def test_a_request_split_across_reads_and_a_large_or_failing_fast_answer() -> No
         out = _exchange(port, SCRAPE, wait=2.0)
         assert out.startswith(b"HTTP/1.1 500") and out.endswith((b"<closed>", b"<reset>"))
         assert stats.closed["app_error"] == 1
+
+
+def test_a_fast_answer_written_at_once_to_a_client_that_reads_nothing_is_reset_at_the_deadline() -> None:
+    """400 KB answered on the fast path goes out in one write: the kernel takes what its buffer
+    holds, the transport the rest; a client that never reads is still reset at the write
+    deadline, and one that reads gets every byte."""
+    app = _FastApp(size=400_000)
+    with serving(app=app, request_timeout=1.5) as (port, stats):
+        s = _non_reader(port, SCRAPE)
+        deadline = time.monotonic() + 10
+        while stats.closed["write_timeout"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert stats.closed["write_timeout"] == 1 and stats.open_connections == 0
+        s.close()
+        with socket.create_connection(("127.0.0.1", port)) as reader:
+            reader.sendall(SCRAPE)
+            assert len(_answers(reader, 1)[0][1]) == 400_000
