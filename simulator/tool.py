@@ -152,12 +152,32 @@ def run_on(host: HostState, tool: str, args: Sequence[str], real_now: Optional[f
     return handler(host, list(args), host.now(real_now))
 
 
+def _record(prefix: str, out: str, err: str, code: int) -> None:
+    """Keep an answer for the replaying script (simulator/host.py); the exit status's file,
+    written last, says the answer is complete."""
+    try:
+        # each file whole, by rename (two first calls may record at once); the exit status last
+        for suffix, text in ((".out", out), (".err", err), (".rc", f"{code}\n")):
+            with open(f"{prefix}{suffix}.{os.getpid()}", "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(f"{prefix}{suffix}.{os.getpid()}", prefix + suffix)
+    except OSError:
+        pass  # a bench aid: this call still answers, the next renders again
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) < 3 or argv[0] != "--state":
-        sys.stderr.write("usage: python -m simulator.tool --state FILE TOOL [ARGS...]\n")
+        sys.stderr.write("usage: python -m simulator.tool --state FILE [--record PREFIX] TOOL [ARGS...]\n")
         return 64
-    state_path, tool, args = argv[1], argv[2], argv[3:]
+    state_path, argv = argv[1], argv[2:]
+    record = None
+    if len(argv) >= 2 and argv[0] == "--record":
+        record, argv = argv[1], argv[2:]
+    if not argv:
+        sys.stderr.write("usage: python -m simulator.tool --state FILE [--record PREFIX] TOOL [ARGS...]\n")
+        return 64
+    tool, args = argv[0], argv[1:]
     log = os.path.join(os.path.dirname(state_path), "calls.log")
     try:
         with open(log, "a", encoding="utf-8") as fh:
@@ -165,6 +185,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError:
         pass  # the call log is a test aid, never a reason to fail the tool
     out, err, code = run(state_path, tool, args)
+    if record is not None:
+        _record(record, out, err, code)
     sys.stdout.write(out)
     sys.stderr.write(err)
     return code

@@ -268,3 +268,29 @@ def test_demo_plan_gives_each_drive_its_stage_of_life():
     assert sum(1 for t in times if t > now - 7 * DAY) >= 7
     short = backfill_times(now - 7200, now)  # a speeded-up demo's two hours
     assert len(short) == 12 and all(b - a == 600 for a, b in zip(short, short[1:]))
+
+
+def test_replaying_tools_answer_as_their_first_rendering_did(tmp_path):
+    """A host built with a replay directory (the benches' ``--replay``): the first call of each
+    argv is rendered and recorded, later ones are the recorded answer, stdout, stderr and exit
+    status alike, and every call is in the call log; a second host built alike shares them."""
+    now = time.time()
+    drives = demo_drives(4, now)
+    replay = tmp_path / "replay"
+    host = SimHost(tmp_path / "a", drives, speed=0.0, sim_start=now, replay=replay)
+    calls = [[host.tool_path("smartctl"), "--json=c", "-x", "/dev/sda"], [host.tool_path("hdparm"), "-W", "/dev/nope"]]
+    first = [subprocess.run(argv, capture_output=True, timeout=60) for argv in calls]
+    recorded = sorted(p.name.rsplit(".", 1)[1] for p in replay.iterdir())
+    assert recorded == ["err", "err", "out", "out", "rc", "rc"]  # no temporary file left
+    host.advance(30 * DAY)  # a rendering would differ now: a replay does not
+    again = [subprocess.run(argv, capture_output=True, timeout=60) for argv in calls]
+    for before, after in zip(first, again):
+        assert (after.stdout, after.stderr, after.returncode) == (before.stdout, before.stderr, before.returncode)
+    assert first[0].returncode == 0 and b'"serial_number"' in first[0].stdout
+    assert first[1].returncode == 2 and b"No such file" in first[1].stderr
+    rendered_now, _, _ = tool.run(str(host.state_file), "smartctl", ["--json=c", "-x", "/dev/sda"])
+    assert rendered_now.encode() != first[0].stdout, "the clock step changed nothing: the test shows nothing"
+    assert host.calls() == ["smartctl --json=c -x /dev/sda", "hdparm -W /dev/nope"] * 2
+    other = SimHost(tmp_path / "b", drives, speed=0.0, sim_start=now, replay=replay)
+    shared = subprocess.run([other.tool_path("smartctl"), "--json=c", "-x", "/dev/sda"], capture_output=True, timeout=60)
+    assert shared.stdout == first[0].stdout and len(list(replay.iterdir())) == 6
