@@ -190,7 +190,22 @@ class SmartctlSource(Source):
             return True  # an unknown banner: try JSON, the parse error will say more
         return smartctl.supports_json(result.stdout)
 
+    def _load_database_meanwhile(self) -> None:
+        """Start reading the drive database in a thread of its own: discovery's tool calls
+        wait on the tools (the GIL free), so the 0.14-0.2 s of parsing drivedb.h overlaps them
+        instead of delaying the first parse, which takes the lock and waits for it (first
+        full data at 8 drives, issue 32)."""
+        if self._database is None:
+            threading.Thread(target=self._load_quietly, name="drivedb-load", daemon=True).start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self.database  # noqa: B018 - loads it
+        except Exception:  # the first parse loads it again and says what failed, where it is seen
+            log.debug("drive database: the early load failed", exc_info=True)
+
     def discover(self) -> Sequence[str]:
+        self._load_database_meanwhile()
         errors: List[str] = []
         if self._json is None:
             self._json = self._detect_json()
