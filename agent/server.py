@@ -790,6 +790,8 @@ class HTTPConnection(asyncio.BufferedProtocol):
         self._response_done(exchange)
 
     async def _complete_when_drained(self, exchange: _Exchange) -> None:
+        """The response is written: once the client has taken it, the exchange is complete
+        and the connection reads the next request."""
         await self._drain(0)
         if not (exchange.disconnected or self.closing):
             exchange.complete = True
@@ -878,11 +880,7 @@ class HTTPConnection(asyncio.BufferedProtocol):
                         return
             if not message.get("more_body", False):
                 self.transport.write(self.h11.send(h11.EndOfMessage()))
-                await self._drain(0)
-                if not (exchange.disconnected or self.closing):
-                    exchange.complete = True
-                    exchange.arrived.set()
-                    self._response_done(exchange)
+                await self._complete_when_drained(exchange)
 
     async def _drain(self, unsent: int) -> None:
         """Wait until the client has taken enough of the output (the write deadline runs);
