@@ -713,6 +713,18 @@ def test_a_repeated_scrape_is_answered_from_its_first_parse_exactly_as_h11_answe
             s.settimeout(10)
             assert s.recv(1) == b""
         assert stats.closed["idle_timeout"] == 1
+        # garbage after a repeated scrape is h11's to refuse: 400, and the connection ends
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            for _ in range(2):
+                s.sendall(SCRAPE)
+                _answers(s, 1)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost x\r\n\r\n")
+            s.settimeout(5)
+            refused = b""
+            while chunk := s.recv(4096):
+                refused += chunk
+            assert refused.startswith(b"HTTP/1.1 400 ")
+        assert stats.closed["bad_request"] == 1
         # a scrape asking to close gets Connection: close, and the connection ends
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(SCRAPE)
