@@ -208,6 +208,12 @@ def _entries(text: str) -> Iterable[Tuple[List[str], str]]:
         i += 1
 
 
+# Lookups remembered per database: a host has a handful of (model, firmware) pairs, and a first
+# lookup scans (and compiles) up to every entry's regex, 10-30 ms (issue 32). The bound keeps a
+# database fed odd strings from growing without end.
+LOOKUP_MEMO_MAX = 4096
+
+
 @dataclass(frozen=True)
 class DriveDatabase:
     entries: Tuple[Entry, ...]
@@ -215,17 +221,24 @@ class DriveDatabase:
     revision: int = 0
     date: str = ""
     origin: str = ""
+    _memo: Dict[Tuple[str, Optional[str]], Optional[Entry]] = field(
+        default_factory=dict, compare=False, repr=False, hash=False)
 
     def lookup(self, model: Optional[str], firmware: Optional[str] = None) -> Optional[Entry]:
         """The first entry whose model (and firmware, where the entry has one) regex matches the
         whole string, as smartctl searches."""
         if not model:
             return None
-        model = model.strip()
-        for entry in self.entries:
-            if entry.matches(model, firmware.strip() if firmware else firmware):
-                return entry
-        return None
+        key = (model.strip(), firmware.strip() if firmware else firmware)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        found = next((entry for entry in self.entries if entry.matches(*key)), None)
+        if len(self._memo) >= LOOKUP_MEMO_MAX:
+            self._memo.clear()
+        self._memo[key] = found
+        return found
 
     def default_name(self, attr_id: int) -> Optional[str]:
         preset = self.defaults.get(attr_id)
@@ -297,14 +310,28 @@ def bundled() -> DriveDatabase:
     return load(BUNDLED)
 
 
+def stated_revision(text: str) -> int:
+    """The revision a ``drivedb.h`` text states in its header (the first revision line), without
+    parsing its entries; 0 if it states none."""
+    found = _REVISION.search(text)
+    return int(found.group(1) or found.group(3)) if found else 0
+
+
 def best_available(paths: Iterable[str] = HOST_PATHS) -> DriveDatabase:
-    """The newest database among the host's copies and the bundled one (by SVN revision)."""
+    """The newest database among the host's copies and the bundled one (by SVN revision).
+
+    Only a copy whose header states a newer revision than the best so far is parsed (a parse is
+    70 ms of pure Python; the host's copy, where smartmontools is installed, is usually older than
+    the bundled one); it is taken only if its entries parse and its parsed revision is newer."""
     best = bundled()
     for path in paths:
         try:
-            candidate = load(path)
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        if stated_revision(text) <= best.revision:
+            continue
+        candidate = parse(text, str(path))
         if candidate.entries and candidate.defaults and candidate.revision > best.revision:
             best = candidate
     return best

@@ -112,6 +112,30 @@ def test_best_available_takes_a_newer_host_copy(tmp_path):
     assert drivedb.best_available([str(older), str(tmp_path / "missing")]) is DB
 
 
+def test_a_header_newer_than_its_entries_is_parsed_and_refused(tmp_path):
+    """The header decides whether a host copy is parsed at all; what is taken is decided on the
+    parse: a copy stating a newer revision but holding no entries (truncated by an interrupted
+    update-smart-drivedb) is not taken."""
+    broken = tmp_path / "drivedb.h"
+    broken.write_text('{ "VERSION: 7.5/9999 2030-01-01 00:00:00 +0000 0", "-", "-", "", "" },\n')
+    assert drivedb.stated_revision(broken.read_text()) == 9999
+    assert drivedb.best_available([str(broken)]) is DB
+    assert drivedb.stated_revision("no revision line") == 0
+
+
+def test_lookups_are_remembered_and_bounded(monkeypatch):
+    db = drivedb.parse(drivedb.BUNDLED.read_text())
+    first = db.lookup("Samsung SSD 860 EVO 500GB", "RVT01B6Q")
+    assert first is not None and db.lookup(" Samsung SSD 860 EVO 500GB ", "RVT01B6Q ") is first
+    assert db.lookup("NO SUCH DRIVE 1") is None and ("NO SUCH DRIVE 1", None) in db._memo
+    monkeypatch.setattr(drivedb, "LOOKUP_MEMO_MAX", 3)
+    for i in range(10):
+        assert db.lookup(f"NO SUCH DRIVE {i}") is None
+    assert len(db._memo) <= 3
+    assert db.lookup("Samsung SSD 860 EVO 500GB", "RVT01B6Q") is first
+    assert db == drivedb.parse(drivedb.BUNDLED.read_text())  # the memo is not part of equality
+
+
 def test_the_host_copy_smartmontools_7_3_ships_is_older(tmp_path):
     """Debian 12's smartmontools 7.3 package and its update-smart-drivedb download carry r5319 in the
     Subversion-era form of the version line; the bundled git-era 6204 is newer and wins."""
