@@ -20,6 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from collectors import controller_health as rules
 from collectors.controller_model import BATTERY_STATES, VOLUME_STATES, PhysicalDrive, VirtualDisk
 from collectors.controller_source import ControllerResult
+from collectors.controller_spec import STATUS_HEADING
 from collectors.smartctl import passthrough
 from collectors.source import HostView
 
@@ -319,7 +320,7 @@ def per_drive(result: ControllerResult, drives: Sequence[Any]) -> Dict[str, Dict
 VIEW = HostView(
     families=families,
     api=api,
-    status_heading="RAID controllers (volumes' write cache: running now, configured):",
+    status_heading=STATUS_HEADING,
     status_lines=status_lines,
     page=page,
     per_drive=per_drive,

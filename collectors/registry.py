@@ -11,17 +11,17 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from collectors import diskstats, holders, write_cache
-from collectors.arcconf import source as arcconf
-from collectors.fusionio import source as fusionio
-from collectors.megaraid import source as megaraid
-from collectors.nvme_vendor import source as nvme_vendor
-from collectors.plugin import source as plugin
-from collectors.selftest import source as selftest
-from collectors.shannon import source as shannon
-from collectors.smartctl import source as smartctl
+from collectors.arcconf import spec as arcconf
+from collectors.fusionio import spec as fusionio
+from collectors.megaraid import spec as megaraid
+from collectors.nvme_vendor import spec as nvme_vendor
+from collectors.plugin import spec as plugin
+from collectors.selftest import spec as selftest
+from collectors.shannon import spec as shannon
+from collectors.smartctl import spec as smartctl
 from collectors.source import HEALTH, DeviceFamily, HostView, SourceSpec
-from collectors.ssacli import source as ssacli
-from collectors.syncwrite import source as syncwrite
+from collectors.ssacli import spec as ssacli
+from collectors.syncwrite import spec as syncwrite
 
 SOURCES: Tuple[SourceSpec, ...] = (
     shannon.SPEC,

@@ -31,11 +31,17 @@ reports. A source never sees another source's state, nor the agent's: a source t
 drives others found reads the scheduler's inventory of :class:`Target` records
 (:attr:`SourceContext.targets`), never the snapshot.
 
+A spec is read at start by the configuration and the command line, before the agent listens;
+the parts that run or show the source (``build``, the helper rule, the host view's hooks, a
+command's functions) may be named with :func:`lazy` so that reading the registry does not
+import the source's parsers (issue 32: listen first, import after).
+
 See docs/adding-a-source.md for a worked example.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from dataclasses import dataclass, field
@@ -231,6 +237,40 @@ class _ArgvRecorder:
     def __call__(self, argv: Sequence[str], **_: Any) -> ToolResult:
         self.argv = [str(a) for a in argv]
         return ToolResult(tuple(self.argv), None, b"", b"", 0.0, error="recorded, not run")
+
+
+class Lazy:
+    """A function or class of a source's implementation, named by module and attribute and
+    imported on its first call (:func:`lazy`). Calling it calls the target."""
+
+    __slots__ = ("module", "attribute", "_target")
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self.module = module
+        self.attribute = attribute
+        self._target: Any = None
+
+    def resolve(self) -> Any:
+        target = self._target
+        if target is None:
+            target = getattr(importlib.import_module(self.module), self.attribute)
+            if not callable(target):
+                raise TypeError(f"{self!r} is not callable")
+            self._target = target
+        return target
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"lazy({self.module}:{self.attribute})"
+
+
+def lazy(module: str, attribute: str) -> Any:
+    """``module.attribute``, imported when first called: for a spec's ``build``, ``helper``, a
+    host view's hooks and a command's functions, which the registry names at start but only a
+    running source (or a page, or the probe helper) calls."""
+    return Lazy(module, attribute)
 
 
 def built(build: Callable[[Runner], Any]) -> List[str]:

@@ -52,7 +52,7 @@ from collectors.model import (
     WriteCacheState,
 )
 from collectors.runner import ToolResult, run_tool
-from collectors.smartctl.source import checked_type
+from collectors.smartctl.spec import checked_type
 from collectors.source import (
     ANNOTATE,
     NVME_CTRL,

@@ -3,6 +3,11 @@ keys, flags, probe-helper rules and collector series all follow from its spec.""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import subprocess
+import sys
+
 import pytest
 
 from agent import cli
@@ -10,7 +15,8 @@ from agent.config import Config, ConfigError, Intervals, load_config
 from agent.poller import Poller
 from agent.privhelper import TOOL_NAMES, Validator
 from collectors import registry
-from collectors.source import Refused, SourceSpec
+from collectors.source import HostView, Lazy, Refused, SourceSpec
+from tests.conftest import ROOT
 
 
 def test_every_spec_is_well_formed_and_named_once():
@@ -19,6 +25,43 @@ def test_every_spec_is_well_formed_and_named_once():
         assert isinstance(spec, SourceSpec)
         assert spec.help and spec.interval > 0
         assert spec.priority >= 0
+
+
+def _lazy_parts(spec: SourceSpec):
+    parts = [("build", spec.build), ("helper", spec.helper)]
+    if spec.host_view is not None:
+        parts += [(f"host_view.{f.name}", getattr(spec.host_view, f.name)) for f in dataclasses.fields(HostView)]
+    for command in spec.commands:
+        parts += [(f"{command.name}.arguments", command.arguments), (f"{command.name}.run", command.run)]
+    return [(what, value) for what, value in parts if isinstance(value, Lazy)]
+
+
+@pytest.mark.parametrize("spec", registry.SOURCES, ids=lambda s: s.name)
+def test_every_lazily_named_part_of_a_spec_resolves(spec):
+    """A spec names its implementation lazily (collectors.source.lazy); a misspelt module or
+    attribute would fail only when the source first runs, so each is resolved here."""
+    for what, value in _lazy_parts(spec):
+        assert callable(value.resolve()), f"{spec.name}.{what}: {value!r}"
+
+
+def test_reading_the_registry_and_the_config_imports_no_source_implementation():
+    """The agent reads the registry and its configuration before it listens (issue 32); a
+    source's implementation, parsers and views are imported when it is built or shown. Run in
+    a fresh interpreter: this test process has imported everything already."""
+    code = ("import json, sys\n"
+            "import agent.config, collectors.registry\n"
+            "from agent.config import load_config\n"
+            "load_config(None, {})\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('collectors.'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    lazily = {value.module for spec in registry.SOURCES for _, value in _lazy_parts(spec)}
+    assert lazily, "no spec names its implementation lazily"
+    assert not loaded & lazily, f"imported at start: {sorted(loaded & lazily)}"
+    parsers = {m for m in loaded if m.rsplit(".", 1)[-1] in ("json_report", "text_report", "parse", "storcli",
+                                                             "megacli", "contract", "nvme_cli", "drivedb")}
+    assert not parsers, f"parsers imported at start: {sorted(parsers)}"
 
 
 def test_config_keys_follow_the_registry():

@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import Callable, List, Optional
 
 from collectors.arcconf.parse import controllers_found, parse_getconfig, parse_getstatus, with_tasks
+from collectors.arcconf.spec import (  # noqa: F401 (re-exported: their old home)
+    SPEC,
+)
 from collectors.controller_model import ControllerReport
 from collectors.controller_source import ControllerSource, Reading, missing
-from collectors.controller_view import VIEW
 from collectors.runner import ToolResult, run_tool
-from collectors.source import HOST, Command, HelperChecks, Refused, SourceSpec, built
+from collectors.source import Command, HelperChecks, Refused, built
 
 PROBE = "arcconf"
 MAX_CONTROLLERS = 16  # a host with more is beyond any server's PCIe slots
@@ -77,16 +79,3 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         return checks.match(tool, "config", args, [built(lambda r: Arcconf(path, r).getconfig(number)),
                                                    built(lambda r: Arcconf(path, r).getstatus(number))])
     raise Refused(f"arguments are not an allowed arcconf command: {' '.join(args)!r}")
-
-
-SPEC = SourceSpec(
-    name="arcconf",
-    help="Adaptec / Microchip SmartRAID controllers, logical devices and battery or ZMM through arcconf",
-    interval=300.0,
-    build=ArcconfSource,
-    role=HOST,
-    tools={"arcconf": ("arcconf", "arcconf")},
-    helper=helper_rule,
-    host_view=VIEW,
-    priority=96,
-)

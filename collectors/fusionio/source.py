@@ -13,10 +13,12 @@ from typing import Dict, List, Optional, Tuple
 from collectors import evidence
 from collectors.failures import FailureLog
 from collectors.fusionio import parse
+from collectors.fusionio.spec import (  # noqa: F401 (re-exported: their old home)
+    SPEC,
+)
 from collectors.model import DriveReading, ParseError
 from collectors.runner import ToolResult, run_tool
 from collectors.source import (
-    HEALTH,
     Command,
     HelperChecks,
     Refused,
@@ -24,7 +26,6 @@ from collectors.source import (
     RunResult,
     Source,
     SourceContext,
-    SourceSpec,
     built,
     newest,
 )
@@ -115,15 +116,3 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         path = checks.paths["fio_status"]
         return checks.match(tool, "status", args, [built(lambda r: FioStatus(path, r).status_all())])
     raise Refused(f"arguments are not an allowed fio-status command: {' '.join(args)!r}")
-
-
-SPEC = SourceSpec(
-    name="fusionio",
-    help="Fusion-io / SanDisk ioMemory PCIe flash through fio-status -a",
-    interval=60.0,
-    build=FusionioSource,
-    role=HEALTH,
-    tools={"fio_status": ("fio-status", "fio-status")},
-    helper=helper_rule,
-    priority=20,
-)

@@ -22,16 +22,17 @@ with the battery's charge, learn cycle and replacement flag.
 
 from __future__ import annotations
 
-from typing import Callable, List, Literal, Optional
-
-from pydantic import BaseModel, ConfigDict
+from typing import Callable, List, Optional
 
 from collectors.controller_source import ControllerSource, Reading, missing
-from collectors.controller_view import VIEW
 from collectors.megaraid.megacli import parse_adapter_info, parse_bbu, parse_ldinfo, parse_pdlist
+from collectors.megaraid.spec import (  # noqa: F401 (re-exported: their old home)
+    SPEC,
+    MegaraidSettings,
+)
 from collectors.megaraid.storcli import parse_storcli_json
 from collectors.runner import ToolResult, run_tool
-from collectors.source import HOST, Command, HelperChecks, SourceSpec, built
+from collectors.source import Command, HelperChecks, built
 
 PROBE = "megaraid"  # the source's calls are quarantined under this name
 
@@ -49,16 +50,6 @@ MEGACLI_COMMANDS = {
 }
 MEGACLI_PARSERS = {"adapter": parse_adapter_info, "volumes": parse_ldinfo, "drives": parse_pdlist,
                    "battery": parse_bbu}
-
-
-class MegaraidSettings(BaseModel):
-    """The ``megaraid:`` config section. ``controller_clock``: how to read the next learn cycle
-    storcli and MegaCli print without a zone: ``local`` (the host's time zone, the default: the
-    controller takes its clock from the host) or ``utc`` (a host whose RTC runs UTC)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    controller_clock: Literal["local", "utc"] = "local"
 
 
 class Storcli:
@@ -134,21 +125,3 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         candidates = [built(lambda r, op=op: MegaCli(path, r).command(op)) for op in MEGACLI_COMMANDS]
         return checks.match(tool, "info", args, candidates)
     return None
-
-
-SPEC = SourceSpec(
-    name="megaraid",
-    help="MegaRAID / Dell PERC controllers, volumes and battery through storcli, perccli or MegaCli",
-    interval=300.0,
-    build=MegaraidSource,
-    role=HOST,
-    # The vendors' packages install these paths (Broadcom's storcli RPM/DEB, Dell's perccli,
-    # the old MegaCli RPM); none is on PATH by default.
-    tools={"storcli": ("/opt/MegaRAID/storcli/storcli64", "storcli"),
-           "perccli": ("/opt/MegaRAID/perccli/perccli64", "perccli"),
-           "megacli": ("/opt/MegaRAID/MegaCli/MegaCli64", "megacli")},
-    settings=MegaraidSettings,
-    helper=helper_rule,
-    host_view=VIEW,
-    priority=96,
-)

@@ -16,10 +16,12 @@ from collectors import evidence
 from collectors.failures import FailureLog
 from collectors.model import KIND_NVME, DriveReading, ParseError
 from collectors.nvme_vendor import vendor as vendors
+from collectors.nvme_vendor.spec import (  # noqa: F401 (re-exported: their old home)
+    NVME_DEVICES,
+    SPEC,
+)
 from collectors.runner import ToolResult
 from collectors.source import (
-    NVME_CTRL,
-    SUPPLEMENT,
     Command,
     HelperChecks,
     Refused,
@@ -27,7 +29,6 @@ from collectors.source import (
     RunResult,
     Source,
     SourceContext,
-    SourceSpec,
     Target,
     built,
     newest,
@@ -36,7 +37,6 @@ from collectors.source import (
 log = logging.getLogger("ssdfleet.nvme_vendor")
 
 _CONTROLLER = re.compile(r"^/dev/(nvme\d+)(?:n\d+)?$")
-NVME_DEVICES = (NVME_CTRL,)  # the helper's device family for /dev/nvmeN
 
 
 class NvmeVendorProbe:
@@ -167,17 +167,3 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         return NvmeVendorProbe(checks.paths["nvme"], runner, dev_root=dev_root).vendor_log(vendor, name)
 
     return checks.match("nvme", f"vendor-log {vendor.name}", args, [built(build)], name)
-
-
-SPEC = SourceSpec(
-    name="nvme_vendor",
-    help="NVMe vendor logs through nvme-cli (Intel smart-log-add: NAND bytes written, write amplification)",
-    interval=300.0,
-    build=NvmeVendorSource,
-    role=SUPPLEMENT,
-    tools={"nvme": ("nvme", "nvme")},
-    devices=NVME_DEVICES,
-    helper=helper_rule,
-    reads_targets=True,
-    priority=30,
-)

@@ -34,25 +34,23 @@ from collectors.diskstats import DiskstatsReader
 from collectors.model import KIND_ATA, KIND_NVME, KIND_SCSI, ParseError
 from collectors.selftest import schedule as sched
 from collectors.selftest import view
+from collectors.selftest.spec import (  # noqa: F401 (re-exported: their old home)
+    DEVICES,
+    SPEC,
+)
 from collectors.selftest.state import Running, StateFile
 from collectors.selftest.status import DriveStatus, new_tests, parse_status_json, parse_status_text, utilisation
 from collectors.smartctl import json_report as smartctl
-from collectors.smartctl.source import BUS, CCISS, THREEWARE, SmartTarget, checked_type
+from collectors.smartctl.source import SmartTarget
+from collectors.smartctl.spec import checked_type
 from collectors.source import (
-    HOST,
-    NVME_CTRL,
-    NVME_NS,
-    SD,
-    SG,
     Command,
     HelperChecks,
-    HostView,
     Refused,
     Report,
     RunResult,
     Source,
     SourceContext,
-    SourceSpec,
     Target,
 )
 
@@ -66,7 +64,6 @@ NVME_SELFTEST_SMARTCTL = (7, 3)
 # Why a due test was not started (``ssd_selftest_scheduler_skipped_total{reason}``).
 SKIP_REASONS = ("busy", "unmeasured", "standby", "testing", "one_at_a_time", "identity", "unsupported",
                 "quarantined", "probe_busy", "error")
-DEVICES = (SD, SG, NVME_CTRL, NVME_NS, BUS, CCISS, THREEWARE)
 VERSION_PROBE = "smartctl --version"
 
 
@@ -393,27 +390,3 @@ class SelfTestSource(Source):
     def report(self) -> Report:
         with self._lock:
             return Report(host=self._published)
-
-
-SPEC = SourceSpec(
-    name="selftest",
-    help="opt-in self-test scheduler: short tests daily, long weekly, one drive at a time, never on a busy "
-         "or sleeping drive (off until selftest.enabled)",
-    interval=60.0,
-    build=SelfTestSource,
-    role=HOST,
-    tools={"smartctl": ("smartctl", "smartctl")},
-    settings=sched.SelfTestSettings,
-    devices=DEVICES,
-    helper=helper_rule,
-    reads_targets=True,
-    active=lambda settings: bool(settings is not None and settings.enabled),
-    host_view=HostView(
-        families=view.families,
-        api=view.api,
-        status_heading="self-test scheduler:",
-        status_lines=view.status_lines,
-        page=view.page_section,
-    ),
-    priority=96,
-)

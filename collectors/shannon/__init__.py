@@ -2,17 +2,30 @@
 ``shannon-status`` output and the driver's sysfs files), ``source`` (the registry's source and
 its probe-helper rule). Other modules import the parsers from here."""
 
-from collectors.shannon.parse import (
-    ACCESS_READONLY,
-    ACCESS_READWRITE,
-    ACCESS_REDUCED_WRITE,
-    SYSFS_FILES,
-    ShannonProbe,
-    parse_card_list,
-    parse_status_a,
-    parse_status_p,
-    parse_sysfs,
-)
+# Imported on first use (PEP 562): importing the package for its spec does not import the parsers
+# (the agent reads the registry before it listens, issue 32).
+_HOMES = {
+    "ACCESS_READONLY": ("collectors.shannon.parse", "ACCESS_READONLY"),
+    "ACCESS_READWRITE": ("collectors.shannon.parse", "ACCESS_READWRITE"),
+    "ACCESS_REDUCED_WRITE": ("collectors.shannon.parse", "ACCESS_REDUCED_WRITE"),
+    "SYSFS_FILES": ("collectors.shannon.parse", "SYSFS_FILES"),
+    "ShannonProbe": ("collectors.shannon.parse", "ShannonProbe"),
+    "parse_card_list": ("collectors.shannon.parse", "parse_card_list"),
+    "parse_status_a": ("collectors.shannon.parse", "parse_status_a"),
+    "parse_status_p": ("collectors.shannon.parse", "parse_status_p"),
+    "parse_sysfs": ("collectors.shannon.parse", "parse_sysfs"),
+}
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'collectors.shannon' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home[0]), home[1])
+    globals()[name] = value
+    return value
 
 __all__ = [
     "ACCESS_READONLY",

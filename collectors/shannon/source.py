@@ -11,17 +11,19 @@ from typing import Dict, List, Optional, Tuple
 from collectors.failures import FailureLog
 from collectors.model import DriveReading, ParseError
 from collectors.shannon import parse as shannon
+from collectors.shannon.spec import (  # noqa: F401 (re-exported: their old home)
+    CONTROL,
+    CONTROL_DEVICES,
+    SPEC,
+)
 from collectors.source import (
-    HEALTH,
     Command,
-    DeviceFamily,
     HelperChecks,
     Refused,
     Report,
     RunResult,
     Source,
     SourceContext,
-    SourceSpec,
     built,
     newest,
 )
@@ -176,10 +178,6 @@ class ShannonSource(Source):
         return Report(readings=dict(self._readings))
 
 
-CONTROL = DeviceFamily("sct", r"sct[a-z]{1,4}", "Shannon control device")
-CONTROL_DEVICES = (CONTROL,)
-
-
 def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Command]:
     if tool != "shannon-status":
         return None
@@ -196,16 +194,3 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         prefix, name = checks.device(args[1], CONTROL_DEVICES)
         return checks.match(tool, "card", args, [built(lambda r: probe(r).read_card(prefix + name))], name)
     raise Refused(f"arguments are not an allowed shannon-status command: {' '.join(args)!r}")
-
-
-SPEC = SourceSpec(
-    name="shannon",
-    help="Shannon Direct-IO PCIe flash cards through shannon-status",
-    interval=60.0,
-    build=ShannonSource,
-    role=HEALTH,
-    devices=CONTROL_DEVICES,
-    tools={"shannon_status": ("shannon-status", "shannon-status")},
-    helper=helper_rule,
-    priority=10,
-)

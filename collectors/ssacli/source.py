@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Callable, List, Optional
 
 from collectors.controller_source import ControllerSource, Reading, missing
-from collectors.controller_view import VIEW
 from collectors.runner import ToolResult, run_tool
-from collectors.source import HOST, Command, HelperChecks, SourceSpec, built
+from collectors.source import Command, HelperChecks, built
 from collectors.ssacli.parse import parse_ssacli
+from collectors.ssacli.spec import (  # noqa: F401 (re-exported: their old home)
+    SPEC,
+)
 
 PROBE = "ssacli"
 CONFIG_DETAIL = ["ctrl", "all", "show", "config", "detail"]
@@ -52,16 +54,3 @@ def helper_rule(checks: HelperChecks, tool: str, args: List[str]) -> Optional[Co
         return None
     path = checks.paths["ssacli"]
     return checks.match(tool, "config", args, [built(lambda r: Ssacli(path, r).config_detail())])
-
-
-SPEC = SourceSpec(
-    name="ssacli",
-    help="HPE Smart Array controllers, logical drives and battery through ssacli",
-    interval=300.0,
-    build=SsacliSource,
-    role=HOST,
-    tools={"ssacli": ("ssacli", "ssacli")},
-    helper=helper_rule,
-    host_view=VIEW,
-    priority=96,
-)

@@ -8,31 +8,14 @@ from __future__ import annotations
 import logging
 from typing import Dict, List, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from collectors.source import HOST, HostView, Report, RunResult, Source, SourceCommand, SourceContext, SourceSpec
-from collectors.syncwrite import dropin, view
+from collectors.source import Report, RunResult, Source, SourceContext
 from collectors.syncwrite.probe import SKIP_FAILURES, SyncWriteProbe, SyncWriteResult, SyncWriteSettings
+from collectors.syncwrite.spec import (  # noqa: F401 (re-exported: their old home)
+    SPEC,
+    SyncWrite,
+)
 
 log = logging.getLogger("ssdfleet.syncwrite")
-
-
-class SyncWrite(BaseModel):
-    """The opt-in sync-write probe (collectors/syncwrite/): off while ``directories`` is
-    empty. Each run writes at most ``writes`` blocks of 8 kB, for at most ``max_seconds``, at
-    most ``max_ops_per_second``, into one file of at most ``file_bytes`` per directory."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    directories: List[str] = []
-    interval_seconds: float = Field(300.0, ge=1, le=7 * 86400)
-    writes: int = Field(64, ge=1, le=100000)
-    max_seconds: float = Field(1.0, gt=0, le=60)
-    max_ops_per_second: float = Field(1000.0, gt=0, le=1000000)
-    file_bytes: int = Field(64 * 1024, ge=8192, le=64 * 1024 * 1024)
-    min_free_bytes: int = Field(64 * 1024 * 1024, ge=0)
-    min_free_ratio: float = Field(0.02, ge=0, lt=1)
-    o_dsync: bool = False
 
 
 def probe_from_config(config, settings: Optional[SyncWrite] = None) -> Optional[SyncWriteProbe]:
@@ -93,32 +76,3 @@ class SyncWriteSource(Source):
     def report(self) -> Report:
         # () before the first run: no results yet, nothing to show (host_results skips None only).
         return Report(host=self._results or None)
-
-
-SPEC = SourceSpec(
-    name="syncwrite",
-    help="opt-in sync-write latency probe in configured directories (off until directories are set)",
-    interval=300.0,
-    build=SyncWriteSource,
-    role=HOST,
-    settings=SyncWrite,
-    active=lambda settings: bool(settings.directories),
-    host_view=HostView(
-        families=view.families,
-        api=lambda results, drives: [v.model_dump() for v in view.views(results, drives)],
-        status_heading="sync-write probe (8 kB write + sync, latest burst):",
-        status_lines=view.status_lines,
-        page=view.page_section,
-        legacy_api_key="syncwrite",
-        per_drive=view.newest_by_serial,
-        latency=view.latency,
-    ),
-    priority=95,
-    commands=(SourceCommand(
-        name="syncwrite-dropin",
-        help="the systemd drop-in that lets the agent's sandbox write the sync-write probe file in "
-             "syncwrite.directories (checked first)",
-        arguments=dropin.add_arguments,
-        run=dropin.run,
-    ),),
-)

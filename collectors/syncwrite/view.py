@@ -69,6 +69,11 @@ def views(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List[Syn
     return out
 
 
+def api(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List[Dict]:
+    """The API's value: every directory's latest burst, as :func:`views` gives it."""
+    return [v.model_dump() for v in views(results, drives)]
+
+
 def newest_by_serial(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> Dict[str, Dict]:
     """The newest burst per drive, by serial (a drive may hold several probed directories:
     the newest is the one shown beside the drive)."""
