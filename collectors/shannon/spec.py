@@ -6,8 +6,6 @@ from __future__ import annotations
 from collectors.source import HEALTH, DeviceFamily, SourceSpec, lazy
 
 CONTROL = DeviceFamily("sct", r"sct[a-z]{1,4}", "Shannon control device")
-
-
 CONTROL_DEVICES = (CONTROL,)
 
 

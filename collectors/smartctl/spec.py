@@ -38,7 +38,6 @@ class SmartctlSettings(BaseModel):
     all_attributes: bool = False
 
 
-
 # Device-name families a SMART read may name (the helper's checks; collectors.source).
 BUS = DeviceFamily("bus", r"bus/\d{1,3}", "MegaRAID: smartctl's name for controller N",
                    node="megaraid_sas_ioctl_node", with_type="megaraid")
@@ -55,8 +54,6 @@ def checked_type(requested: str) -> str:
     if not passthrough.is_valid(requested):
         raise Refused(f"device type {requested!r} is not allowed")
     return requested
-
-
 
 
 SPEC = SourceSpec(
