@@ -38,7 +38,12 @@ JSON = "application/json"
 HTML = "text/html; charset=utf-8"
 
 
+# The API's models build their validators on first use (defer_build), not at import: the
+# agent imports this module before it listens, and the schema over DriveView's dataclasses costs
+# 20 ms there (issue 32); the first /api/v1/drives pays it instead.
 class CollectorOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     success: bool
     duration_seconds: float
@@ -50,7 +55,7 @@ class CollectorOut(BaseModel):
 class DrivesOut(BaseModel):
     # The pre-issue-27 top-level keys of host sources (``syncwrite``) are added as extras for
     # one release (agent.host_views.legacy_api); ``host`` has the same values by source.
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     version: str
     generated: float

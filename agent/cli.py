@@ -143,17 +143,23 @@ def cmd_agent(args: argparse.Namespace) -> int:
     config = _config(args)
     _setup_logging(config.log_level)
 
-    from agent import memory, webconfig
+    from agent import memory
     from agent.api import create_app
     from agent.poller import Poller
     from agent.views import ViewState
 
     memory.limit_arenas()
     memory.quick_handover()
-    web = webconfig.load_web_config(config.web_config_file) if config.web_config_file else None
+    web = None
+    if config.web_config_file:  # imported only when used: bcrypt and its checks (issue 32)
+        from agent import webconfig
+
+        web = webconfig.load_web_config(config.web_config_file)
     host, port = config.listen_host_port()
     chosen = _fill_state_dir(config)
-    poller = Poller(chosen)  # takes the state directory's lock: a refusal stays one line
+    # Takes the state directory's lock (a refusal stays one line); the sources are built by
+    # poller.start(), after the listener opens (issue 32).
+    poller = Poller(chosen, build_sources=False)
     _say_state_dir(config, chosen)
     config = chosen
     state = ViewState(poller.history)
@@ -176,6 +182,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
     poller.add_listener(lambda _snapshot: memory.trim())
     if web is not None:
         app = webconfig.secure_app(app, web, stats=http_stats)
+        ssl_context = webconfig.ssl_context(web)
+    else:
+        ssl_context = None
     http_server.quiet_repeats()
     nofile = http_server.raise_nofile_limit()
     cap = http_server.connection_cap(config.http_max_connections, nofile)
@@ -183,7 +192,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     # scrape during discovery (3-4 s at 1,024 drives) is answered with the agent's own series
     # and no drives yet, as for any snapshot before a source has run.
     starter = threading.Thread(target=poller.start, name="poll-start", daemon=True)
-    server = http_server.AgentServer(app, host, port, stats=http_stats, ssl_context=webconfig.ssl_context(web),
+    server = http_server.AgentServer(app, host, port, stats=http_stats, ssl_context=ssl_context,
                                      request_timeout=config.http_request_timeout_seconds, max_connections=cap,
                                      on_listening=starter.start)
     log.info("ssdfleet %s starting: collectors %s; open files limit %s",

@@ -10,7 +10,6 @@ import logging
 import re
 from typing import Dict, List, Optional, Tuple
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from collectors import registry
@@ -267,6 +266,8 @@ def load_config(path: Optional[str] = None, overrides: Optional[Dict] = None) ->
     """Read the YAML file (if any) and apply flag overrides (nested dicts)."""
     data: Dict = {}
     if path:
+        import yaml  # only with a file: 20 ms of a start without one (issue 32)
+
         try:
             with open(path, encoding="utf-8") as fh:
                 loaded = yaml.safe_load(fh)

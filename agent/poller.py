@@ -126,6 +126,7 @@ class Poller:
         runner: Optional[Runner] = None,
         clock: Callable[[], float] = time.time,
         history: Optional[History] = None,
+        build_sources: bool = True,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -186,12 +187,43 @@ class Poller:
         self.specs: Dict[str, SourceSpec] = {}
         self.sources: Dict[str, Source] = {}
         self._first_pass: Dict[str, threading.Event] = {}
-        for name, (spec, source) in self._build_sources(config, self._wanted(config)).items():
-            self.specs[name] = spec
-            self.sources[name] = source
-            self._first_pass[name] = threading.Event()
-        self._sources = {name: _SourceState(name) for name in (DISCOVERY, HISTORY) + tuple(self.sources)}
+        self._sources = {name: _SourceState(name) for name in (DISCOVERY, HISTORY)}
         self._inventory: Tuple[Target, ...] = ()  # the drives sources act on (inventory())
+        self._built = False
+        if build_sources:
+            for name, (spec, source) in self._build_sources(config, self._wanted(config)).items():
+                self._add_built(name, spec, source)
+            self._built = True
+
+    def _add_built(self, name: str, spec: SourceSpec, source: Source) -> None:
+        self.specs[name] = spec
+        self.sources[name] = source
+        self._first_pass[name] = threading.Event()
+        self._sources[name] = _SourceState(name)
+
+    def build_sources(self) -> None:
+        """Build the configured sources, for a poller made with ``build_sources=False``
+        (:meth:`start` calls it): the agent opens its listener before it imports and builds
+        the sources' implementations (issue 32). A source that cannot be built is logged and
+        reported as a failed collector (``ssd_collector_success`` 0, its error); the others
+        run. A reload before this applies its configuration here."""
+        with self._reload_lock:
+            if self._built:
+                return
+            config = self.config
+            for name in self._wanted(config):
+                try:
+                    built = self._build_sources(config, [name])
+                except Exception as exc:  # one source's bug must not stop the agent
+                    message = self._log_crash(name, f"building collector {name}", exc, "; it does not run")
+                    with self._lock:
+                        src = self._sources.setdefault(name, _SourceState(name))
+                        src.ran, src.success, src.errors_total = True, False, src.errors_total + 1
+                        src.error = f"internal error: {message}"[:300]
+                        src.last_run = self.clock()
+                    continue
+                self._add_built(name, *built[name])
+            self._built = True
 
     def bounds(self) -> Bounds:
         """The bounds of every tool call, from the configuration."""
@@ -283,6 +315,7 @@ class Poller:
 
     def start(self) -> None:
         """Start one thread per source. Discovery runs first so the others have targets."""
+        self.build_sources()
         self._started = True
         self._started_at = time.monotonic()
         self._hold_limit = 2 * (self.config.tool_timeout_seconds + self.config.tool_kill_grace_seconds) + 5.0
@@ -463,6 +496,9 @@ class Poller:
         if self._stop.is_set():
             raise RuntimeError("the agent is stopping")
         with self._reload_lock:
+            if not self._built:  # start() has not built them yet: it builds them for this config
+                self._apply_config(config)
+                return []
             old = self.config
             wanted = self._wanted(config)
             rebuilt = [n for n in wanted if n in self.sources and _source_changed(old, config, n)]

@@ -207,6 +207,43 @@ def test_a_source_that_raises_is_failed_for_that_run_and_collect_goes_on(tmp_pat
         poller.stop()
 
 
+def test_the_agent_builds_its_sources_at_start_and_one_that_cannot_be_built_is_a_failed_collector(
+        tmp_path, monkeypatch, caplog):
+    """The agent makes its poller with build_sources=False and listens before the sources are
+    imported and built (issue 32). A reload before the build is applied by the build; a source
+    whose build raises is logged and reported failed, and the others run."""
+    import logging
+
+    from collectors import registry
+
+    host = build_default_host(tmp_path)
+    config = Config(history=False, collectors=["smartctl", "diskstats"],
+                    tools=Tools(smartctl=str(host.bin / "smartctl")),
+                    paths=Paths(sysfs=str(host.sys), procfs=str(host.proc)))
+    poller = Poller(config, build_sources=False)
+    try:
+        assert poller.sources == {} and host.calls() == []
+        assert poller.reload(config.model_copy(update={"collectors": ["smartctl", "diskstats", "holders"]})) == []
+
+        def cannot_be_built(ctx):
+            raise OSError("its state file is unreadable")
+
+        monkeypatch.setitem(registry.BY_NAME, "holders",
+                            dataclasses.replace(registry.BY_NAME["holders"], build=cannot_be_built))
+        with caplog.at_level(logging.ERROR, logger="ssdfleet.poller"):
+            poller.build_sources()
+            poller.build_sources()  # once
+        assert list(poller.sources) == ["smartctl", "diskstats"]
+        assert [r.getMessage() for r in caplog.records if "building collector holders" in r.getMessage()]
+        poller.poll_once()
+        metrics = make_registry(poller.snapshot)
+        assert metrics.get_sample_value("ssd_collector_success", {"collector": "holders"}) == 0
+        assert metrics.get_sample_value("ssd_collector_success", {"collector": "diskstats"}) == 1
+        assert SDA_SERIAL in {d.serial for d in poller.snapshot().drives}
+    finally:
+        poller.stop()
+
+
 # -- issue 26: two drives with one serial ----------------------------------------------------
 
 
