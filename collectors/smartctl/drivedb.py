@@ -71,10 +71,20 @@ class Entry:
         return _compile(self.model)
 
     @functools.cached_property
+    def _model_prefixes(self) -> Tuple[str, ...]:
+        return literal_prefixes(self.model)
+
+    @functools.cached_property
     def _firmware_re(self) -> Optional[Pattern[str]]:
         return _compile(self.firmware) if self.firmware else None
 
     def matches(self, model: str, firmware: Optional[str]) -> bool:
+        # A model that does not start with the pattern's literal prefix cannot match it whole:
+        # most entries are ruled out without compiling their regex (a first lookup compiled up
+        # to every one, 20-30 ms of the first reading, issue 32).
+        prefixes = self._model_prefixes
+        if prefixes and not model.startswith(prefixes):
+            return False
         if self._model_re is None or not self._model_re.fullmatch(model):
             return False
         if not self.firmware:
@@ -94,6 +104,102 @@ class AttributeName:
     @property
     def vouched(self) -> bool:
         return self.trust in VOUCHED
+
+
+_METACHARACTERS = frozenset(".^$*+?{}[]\\|()")
+
+
+def _branches(pattern: str) -> List[str]:
+    """``pattern`` split at its top-level ``|`` (outside groups and classes)."""
+    out, depth, in_class, start, i = [], 0, False, 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
+                i += 1 + pattern.startswith("^]", i + 1)  # a ] first in a class is literal
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+def literal_prefix(branch: str) -> str:
+    """The text every whole match of one alternative starts with: its characters up to the
+    first regex metacharacter, less the last one where a quantifier that allows zero follows."""
+    end = next((i for i, ch in enumerate(branch) if ch in _METACHARACTERS), len(branch))
+    if end < len(branch) and branch[end] in "?*{":
+        end -= 1
+    return branch[:max(end, 0)]
+
+
+def _group_end(pattern: str) -> int:
+    """The index of the ``)`` closing the group that ``pattern`` opens at 0, or -1."""
+    depth, in_class, i = 0, False, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
+                i += 1 + pattern.startswith("^]", i + 1)
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _branch_starts(branch: str, depth: int = 0) -> Tuple[str, ...]:
+    """The literal starts of one alternative: its own prefix, or where it opens with a group
+    (``(Hitachi |HITACHI )?HDS...``), the group's alternatives' starts (and, for an optional
+    group, those of what follows it). () when one cannot be told."""
+    if not branch.startswith("("):
+        prefix = literal_prefix(branch)
+        return (prefix,) if prefix else ()
+    close = _group_end(branch)
+    if close < 0 or depth > 4:
+        return ()
+    inner = literal_prefixes(branch[1:close], depth + 1)
+    rest = branch[close + 1:]
+    quantifier = rest[:1]
+    if not inner or quantifier == "{":
+        return ()
+    if quantifier in ("?", "*"):
+        after = _branch_starts(rest[1:], depth + 1)
+        return inner + after if after else ()
+    return inner
+
+
+def literal_prefixes(pattern: str, depth: int = 0) -> Tuple[str, ...]:
+    """The starts a whole match of ``pattern`` may have (every match starts with one of them);
+    () when some alternative's start cannot be told without the regex, so nothing can be ruled
+    out by them."""
+    out: List[str] = []
+    for branch in _branches(pattern):
+        starts = _branch_starts(branch, depth)
+        if not starts:
+            return ()
+        out.extend(starts)
+    return tuple(dict.fromkeys(out))
 
 
 def _compile(pattern: str) -> Optional[Pattern[str]]:

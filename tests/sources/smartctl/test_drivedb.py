@@ -185,3 +185,48 @@ def test_a_default_checked_on_one_firmware_vouches_on_that_firmware_only():
 def test_both_forms_of_the_version_line(line, revision, date):
     parsed = drivedb.parse(line)
     assert (parsed.revision, parsed.date) == (revision, date)
+
+
+def _fixture_models():
+    """Every model name a captured report in tests/fixtures prints (JSON and text)."""
+    import re
+
+    from tests.conftest import ROOT
+
+    found = set()
+    pattern = re.compile(r'"model_name": ?"([^"]+)"|Device Model: +(.+)')
+    for path in (ROOT / "tests" / "fixtures").rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".txt", ".out", ""):
+            for match in pattern.finditer(path.read_text(errors="replace")):
+                found.add((match.group(1) or match.group(2)).strip())
+    return sorted(found)
+
+
+def test_the_literal_prefilter_never_changes_which_entry_matches():
+    """Entry.matches rules a model out by the pattern's literal starts before compiling its
+    regex; over every model of the captured reports (and each entry's own starts, which sit on
+    the edge), the filtered answer equals the regex's, entry by entry."""
+    models = _fixture_models()
+    assert len(models) > 300
+    for entry in DB.entries:
+        models.extend(drivedb.literal_prefixes(entry.model))
+    ruled_out = 0
+    for entry in DB.entries:
+        regex = entry._model_re
+        prefixes = drivedb.literal_prefixes(entry.model)
+        for model in models:
+            if prefixes and not model.startswith(prefixes):
+                ruled_out += 1
+                assert regex is None or regex.fullmatch(model) is None, (entry.model, model)
+    assert ruled_out > 0.9 * len(DB.entries) * len(models)  # the filter does rule out most
+
+
+@pytest.mark.parametrize("pattern, starts", [
+    ("ABC", ("ABC",)), ("AB?C", ("A",)), ("AB*", ("A",)), ("AB+", ("AB",)), ("AB{2}", ("A",)),
+    ("A|B", ("A", "B")), ("A(B|C)|D", ("A", "D")), ("(A|B)C", ("A", "B")), ("(A |B )?CD", ("A ", "B ", "CD")),
+    ("(A|B){2}C", ()), ("(A|)C", ()), ("[AB]C", ()), ("A|(B)", ("A", "B")), ("A[|]B|C", ("A", "C")),
+    ("A[]|]B", ("A",)), ("X\\.Y", ("X",)), ("^AB", ()), (".*", ()), ("(A", ()), ("", ()),
+    ("INTEL SSDSC2BB(080|120)G4", ("INTEL SSDSC2BB",)),
+])
+def test_literal_prefixes(pattern, starts):
+    assert drivedb.literal_prefixes(pattern) == starts
