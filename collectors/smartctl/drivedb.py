@@ -240,6 +240,8 @@ def _confirmed(comments: str) -> Dict[int, Preset]:
     follows it on its line. A default listed with a reservation is not taken as checked."""
     out: Dict[int, Preset] = {}
     for line in comments.splitlines():
+        if "-v" not in line:  # most comment lines list no preset
+            continue
         closing = line.rfind('"')
         note = line[closing + 1:].partition("//")[2].strip() if closing > 0 else ""
         if _RESERVATION.search(note):
@@ -257,61 +259,52 @@ def checked_on(preset: Preset, firmware: Optional[str]) -> bool:
     return named is None or (firmware or "").strip() == named.group(1)
 
 
+# The lexer's tokens: a string literal (an unterminated one runs to the end), a // or /* */
+# comment (an unterminated one likewise), or a brace or comma. Everything else (whitespace, the
+# C around the array) is skipped. One regex pass is ~5x faster than walking the 300 kB text
+# character by character in Python (issue 32: the database is parsed at every start).
+_TOKEN = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)(?:"|\\?\Z)|//([^\n]*)|/\*(.*?)(?:\*/|\Z)|([{},])', re.S)
+_ESCAPE = re.compile(r"\\(.)", re.S)
+
+
+def _unescape(chunk: str) -> str:
+    if "\\" not in chunk:
+        return chunk
+    return _ESCAPE.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), chunk)
+
+
 def _entries(text: str) -> Iterable[Tuple[List[str], str]]:
     """Each ``{ "...", "...", ... }`` of the array: its string fields (adjacent literals joined)
     and the text of the comments inside it. A small C lexer: strings, // and /* */ comments,
     braces."""
-    i, n = 0, len(text)
     depth = 0
     fields: List[str] = []
     current: Optional[str] = None
     comments: List[str] = []
-    while i < n:
-        ch = text[i]
-        if ch == "/" and text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            if depth:
-                comments.append(text[i + 2:end])
-            i = end
+    for match in _TOKEN.finditer(text):
+        string, line_comment, block_comment, punct = match.groups()
+        if punct is None:
+            if not depth:
+                continue
+            if string is not None:
+                current = (current or "") + _unescape(string)
+            else:
+                comments.append(line_comment if line_comment is not None else block_comment)
             continue
-        if ch == "/" and text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            if depth:
-                comments.append(text[i + 2:end - 2])
-            i = end
-            continue
-        if ch == '"':
-            j = i + 1
-            chunk: List[str] = []
-            while j < n and text[j] != '"':
-                if text[j] == "\\" and j + 1 < n:
-                    nxt = text[j + 1]
-                    chunk.append({"n": "\n", "t": "\t"}.get(nxt, nxt))
-                    j += 2
-                    continue
-                chunk.append(text[j])
-                j += 1
-            if depth:
-                current = (current or "") + "".join(chunk)
-            i = j + 1
-            continue
-        if ch == "{":
+        if punct == "{":
             depth += 1
             if depth == 1:
                 fields, current, comments = [], None, []
-        elif ch == "}" and depth:
+        elif punct == "}" and depth:
             depth -= 1
             if depth == 0:
                 if current is not None:
                     fields.append(current)
                 yield fields, "\n".join(comments)
                 current = None
-        elif ch == "," and depth == 1:
+        elif punct == "," and depth == 1:
             fields.append(current or "")
             current = None
-        i += 1
 
 
 # Lookups remembered per database: a host has a handful of (model, firmware) pairs, and a first

@@ -230,3 +230,18 @@ def test_the_literal_prefilter_never_changes_which_entry_matches():
 ])
 def test_literal_prefixes(pattern, starts):
     assert drivedb.literal_prefixes(pattern) == starts
+
+
+@pytest.mark.parametrize("text, entries", [
+    ('{ "a" "b", "c\\n\\"d" /* x */ }', [(["ab", 'c\n"d'], " x ")]),  # adjacent literals join; escapes
+    ('{ "a", // note -v 1,raw48\n "b" }', [(["a", "b"], " note -v 1,raw48")]),
+    ('{ "unterminated', []),  # a truncated file yields no half entry
+    ('{ "a", /* open', []),
+    ('x { "a" } y { "b", }', [(["a"], ""), (["b"], "")]),  # a trailing comma adds no field
+    ('{ {"in"}, "x" }', [(["in", "x"], "")]),  # a nested brace is not an entry of its own
+    ('"{" { "}" }', [(["}"], "")]),  # braces inside strings are text
+    ('{ "a\\\\", "b\\', []),
+])
+def test_the_lexer(text, entries):
+    """drivedb.h's lexer (one regex pass): what each entry's fields and comments are."""
+    assert list(drivedb._entries(text)) == entries
