@@ -150,6 +150,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     memory.limit_arenas()
     memory.quick_handover()
+    memory.calm_collector()
     web = None
     if config.web_config_file:  # imported only when used: bcrypt and its checks (issue 32)
         from agent import webconfig

@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from prometheus_client import generate_latest
 from prometheus_client.utils import floatToGoString
 
+from agent.memory import release
 from collectors.model import Drive
 
 Section = Callable[[Any, Drive, List[str]], None]
@@ -203,7 +204,8 @@ class DriveText:
             texts = self._drive(drive, self._kept.get(key)) if key not in kept else self._drive(drive, None)
             kept.setdefault(key, texts)
             parts.append(texts)
-        self._kept = kept
+        old, self._kept = self._kept, kept
+        release(old)  # the sections not carried over, and the drives they held: piece by piece
         return _assemble([t for texts in parts for t in texts if t is not None], info_header)
 
 
