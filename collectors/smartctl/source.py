@@ -22,6 +22,7 @@ import functools
 import logging
 import re
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ class SmartctlSource(Source):
         # costs ~0.14 s, which would otherwise come before the agent listens (issue 32).
         self._database: Optional[drivedb.DriveDatabase] = None
         self._database_lock = threading.Lock()
+        self._passes = 0  # runs started: the first is not paced (the agent's first full data)
         # No timeout here: ctx.run applies the agent's one tool timeout to every call.
         self.probe_tool = smartctl.SmartctlProbe(tool=ctx.tool_paths["smartctl"], runner=ctx.run)
         self._lock = threading.Lock()
@@ -234,8 +236,8 @@ class SmartctlSource(Source):
 
     def run(self, budget: Optional[float] = None) -> RunResult:
         """Read SMART from every target. ``budget`` is how long to wait for the reads (the
-        background loop passes its interval); ``None`` waits for every read."""
-        now = self.ctx.clock()
+        background loop passes its interval); ``None`` waits for every read. A reading's time
+        is when its read started."""
         with self._lock:
             targets = list(self._targets)
             running = {key for key, f in self._inflight.items() if not f.done()}
@@ -249,16 +251,21 @@ class SmartctlSource(Source):
         targets.sort(key=lambda t: t.key in slow)
         futures: Dict[str, Future] = {}
         unread: List[str] = []
-        for t in targets:
+        gap = self._pace(len(targets), budget)
+        started = time.monotonic()
+        for i, t in enumerate(targets):
             if t.key in running:
                 unread.append(f"{t.key}: the previous read has not finished")
                 continue
+            if gap and self.ctx.stopping.wait(max(0.0, started + i * gap - time.monotonic())):
+                break
             if self.ctx.stopping.is_set():
                 break
             try:
-                futures[t.key] = self.ctx.submit(self._read, t, use_json)
+                futures[t.key] = self.ctx.submit(self._timed_read, t, use_json)
             except RuntimeError:  # the executor was shut down: the agent is stopping
                 break
+        self._passes += 1
         with self._lock:
             self._inflight.update(futures)
         done, _ = wait_futures(list(futures.values()), timeout=budget)
@@ -268,7 +275,7 @@ class SmartctlSource(Source):
             if fut is None:
                 continue
             if fut in done:
-                error, skipped = self._apply(t, fut, now)
+                error, skipped = self._apply(t, fut)
                 if error:
                     errors.append(error)
                 if skipped:
@@ -278,21 +285,38 @@ class SmartctlSource(Source):
                 fut.add_done_callback(functools.partial(self._apply_late, t))
         return RunResult(tuple(errors), tuple(unread))
 
+    def _pace(self, count: int, budget: Optional[float]) -> float:
+        """Seconds between the starts of this pass's reads: 0 for the first pass (the agent's
+        first full data), for a bounded wait (``collect``, tests: budget None) and without a
+        limit; else ``1 / reads_per_second``, shortened so the pass starts its last read within
+        half the budget. A paced pass merges once, at its end, like any other."""
+        rate = self.settings.reads_per_second
+        if not self._passes or budget is None or rate <= 0 or count < 2:
+            return 0.0
+        return min(1.0 / rate, 0.5 * budget / count)
+
+    def _timed_read(self, target: SmartTarget, use_json: bool) -> Tuple[float, Tuple[str, object]]:
+        """A read and when it started: the reading's time (a paced pass's reads start up to
+        half an interval after the pass)."""
+        when = self.ctx.clock()
+        return when, self._read(target, use_json)
+
     def _apply_late(self, target: SmartTarget, fut: Future) -> None:
         """A read that outlasted its cycle: apply it now; its error counts in the next run."""
         if fut.cancelled():
             return
-        error, _ = self._apply(target, fut, self.ctx.clock())
+        error, _ = self._apply(target, fut)
         if error:
             with self._lock:
                 self._late_errors.append(error)
         self.ctx.changed()
 
-    def _apply(self, target: SmartTarget, fut: Future, when: float) -> Tuple[Optional[str], Optional[str]]:
-        """Fold one finished read in. Returns (error, unread)."""
+    def _apply(self, target: SmartTarget, fut: Future) -> Tuple[Optional[str], Optional[str]]:
+        """Fold one finished read (:meth:`_timed_read`) in. Returns (error, unread)."""
         key = target.key
+        when = self.ctx.clock()
         try:
-            outcome, value = fut.result()
+            when, (outcome, value) = fut.result()
         except Exception as exc:  # defensive: a parser bug is one drive's error
             outcome, value = "error", f"internal error: {type(exc).__name__}: {str(exc)[:300]}"
             # The traceback once per drive and distinct error, then the one-line warning below.

@@ -26,7 +26,8 @@ class SmartctlSettings(BaseModel):
     and ``smartctl_standby_max_skips``; those are still read for one release, with a warning.)
     A device listed without a type that smartctl cannot type ("Unable to detect device type")
     is read once more with ``-d sat`` (SmartctlSource._try_sat). ``all_attributes``: export every
-    ATA attribute's value, worst, threshold and raw value (docs/metrics.md says what it costs)."""
+    ATA attribute's value, worst, threshold and raw value (docs/metrics.md says what it costs).
+    ``reads_per_second``: the pace of a pass after the first (:meth:`SmartctlSource.run`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -36,6 +37,10 @@ class SmartctlSettings(BaseModel):
     # Issue 30: export every ATA attribute (ssd_ata_attribute_{value,worst,threshold,raw} and
     # ssd_ata_attribute_failing_now), named by the drive database. Off: up to 150 series a drive.
     all_attributes: bool = False
+    # Issue 32: after the first pass, a pass's reads start at most this many a second (spread
+    # over at most half the interval), so 1,024 drives are read over 51 s instead of in a burst
+    # of 10 s that the scrape waited behind. 0: no limit (every read queued at once).
+    reads_per_second: float = Field(20.0, ge=0, le=10000)
 
 
 # Device-name families a SMART read may name (the helper's checks; collectors.source).
