@@ -2,8 +2,10 @@
 
 The pure parsers are :mod:`.parse`; the source that runs the tool is :mod:`.source`."""
 
-# Imported on first use (PEP 562): importing the package for its spec does not import the parsers
-# (the agent reads the registry before it listens, issue 32).
+from collectors import lazy_exports
+
+# Imported on first use (collectors.lazy_exports): importing the package for its spec does not
+# import the parsers (the agent reads the registry before it listens, issue 32).
 _HOMES = {
     "Task": ("collectors.arcconf.parse", "Task"),
     "parse_getconfig": ("collectors.arcconf.parse", "parse_getconfig"),
@@ -11,15 +13,6 @@ _HOMES = {
     "with_tasks": ("collectors.arcconf.parse", "with_tasks"),
 }
 
-
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'collectors.arcconf' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(home[0]), home[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)
 
 __all__ = ["parse_getconfig", "parse_getstatus", "with_tasks", "Task"]

@@ -2,8 +2,10 @@
 ``shannon-status`` output and the driver's sysfs files), ``source`` (the registry's source and
 its probe-helper rule). Other modules import the parsers from here."""
 
-# Imported on first use (PEP 562): importing the package for its spec does not import the parsers
-# (the agent reads the registry before it listens, issue 32).
+from collectors import lazy_exports
+
+# Imported on first use (collectors.lazy_exports): importing the package for its spec does not
+# import the parsers (the agent reads the registry before it listens, issue 32).
 _HOMES = {
     "ACCESS_READONLY": ("collectors.shannon.parse", "ACCESS_READONLY"),
     "ACCESS_READWRITE": ("collectors.shannon.parse", "ACCESS_READWRITE"),
@@ -16,16 +18,7 @@ _HOMES = {
     "parse_sysfs": ("collectors.shannon.parse", "parse_sysfs"),
 }
 
-
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'collectors.shannon' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(home[0]), home[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)
 
 __all__ = [
     "ACCESS_READONLY",

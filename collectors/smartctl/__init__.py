@@ -7,24 +7,7 @@ table and its trust rules (:mod:`.attributes`, :mod:`.ata`) and the per-protocol
 The names below are the package's public face; everything else is reached by module.
 """
 
-# The names are imported on first use (PEP 562), so that importing the package (for its spec or
-# the drive database) does not import the parsers: the agent's start reads the registry before
-# it listens (issue 32).
-_HOMES = {
-    "parse_smartctl_text": "text_report",
-    "parse_smartctl_text_reading": "text_report",
-}
-
-
-def __getattr__(name: str):
-    if name in __all__:
-        import importlib
-
-        value = getattr(importlib.import_module(f"collectors.smartctl.{_HOMES.get(name, 'json_report')}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'collectors.smartctl' has no attribute {name!r}")
-
+from collectors import lazy_exports
 
 __all__ = [
     "NO_DATA_BITS", "NVME_DATA_UNIT_BYTES", "OLD_SMARTCTL_DROPS", "STANDBY_EXIT_STATUS", "NoSmartData",
@@ -32,3 +15,9 @@ __all__ = [
     "parse_smartctl_json", "protocol_for_type", "smartctl_version", "supports_json", "parse_smartctl_text",
     "parse_smartctl_text_reading",
 ]
+
+# Imported on first use (collectors.lazy_exports): the package is imported for its spec and
+# drive database at the agent's start, the parsers when a source is built.
+__getattr__ = lazy_exports(__name__, {
+    name: (f"collectors.smartctl.{'text_report' if name.startswith('parse_smartctl_text') else 'json_report'}", name)
+    for name in __all__})

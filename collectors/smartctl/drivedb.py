@@ -109,9 +109,10 @@ class AttributeName:
 _METACHARACTERS = frozenset(".^$*+?{}[]\\|()")
 
 
-def _branches(pattern: str) -> List[str]:
-    """``pattern`` split at its top-level ``|`` (outside groups and classes)."""
-    out, depth, in_class, start, i = [], 0, False, 0, 0
+def _structure(pattern: str) -> Iterator[Tuple[int, str, int]]:
+    """(index, character, group depth before it) for each character of ``pattern`` outside
+    bracket expressions and escapes: the characters that shape a POSIX ERE."""
+    depth, in_class, i = 0, False, 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\":
@@ -123,16 +124,16 @@ def _branches(pattern: str) -> List[str]:
             in_class = True
             if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
                 i += 1 + pattern.startswith("^]", i + 1)  # a ] first in a class is literal
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
+        else:
+            yield i, ch, depth
+            depth += (ch == "(") - (ch == ")")
         i += 1
-    out.append(pattern[start:])
-    return out
+
+
+def _branches(pattern: str) -> List[str]:
+    """``pattern`` split at its top-level ``|`` (outside groups and classes)."""
+    cuts = [i for i, ch, depth in _structure(pattern) if ch == "|" and depth == 0]
+    return [pattern[a + 1:b] for a, b in zip([-1] + cuts, cuts + [len(pattern)])]
 
 
 def literal_prefix(branch: str) -> str:
@@ -146,26 +147,7 @@ def literal_prefix(branch: str) -> str:
 
 def _group_end(pattern: str) -> int:
     """The index of the ``)`` closing the group that ``pattern`` opens at 0, or -1."""
-    depth, in_class, i = 0, False, 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-            if pattern.startswith("]", i + 1) or pattern.startswith("^]", i + 1):
-                i += 1 + pattern.startswith("^]", i + 1)
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
+    return next((i for i, ch, depth in _structure(pattern) if ch == ")" and depth == 1), -1)
 
 
 def _branch_starts(branch: str, depth: int = 0) -> Tuple[str, ...]:

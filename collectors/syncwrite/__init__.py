@@ -1,8 +1,10 @@
 """The opt-in sync-write probe: the probe (:mod:`.probe`), its source (:mod:`.source`) and how
 its results are shown (:mod:`.view`). The probe's names are importable from the package."""
 
-# Imported on first use (PEP 562): importing the package for its spec does not import the parsers
-# (the agent reads the registry before it listens, issue 32).
+from collectors import lazy_exports
+
+# Imported on first use (collectors.lazy_exports): importing the package for its spec does not
+# import the parsers (the agent reads the registry before it listens, issue 32).
 _HOMES = {
     "METHOD_FDATASYNC": ("collectors.syncwrite.probe", "METHOD_FDATASYNC"),
     "METHOD_O_DSYNC": ("collectors.syncwrite.probe", "METHOD_O_DSYNC"),
@@ -32,13 +34,4 @@ _HOMES = {
     "probe_from_config": ("collectors.syncwrite.source", "probe_from_config"),
 }
 
-
-def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'collectors.syncwrite' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(home[0]), home[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)
