@@ -73,11 +73,14 @@ SHARED = {"collectors", "collectors.model", "collectors.source", "collectors.run
 EXPOSITION_MAY_IMPORT = {"collectors", "collectors.model", "collectors.registry"}
 # agent/ modules that hold policy (health rules, flags, projections) or expose the snapshot
 # (/metrics, the API, the page, ``ssdfleet status``'s table and drive sheet). They import
-# each other and agent/__init__ only: not the scheduler, the configuration or the CLI.
+# each other and agent/__init__ only: not the scheduler, the configuration or the CLI. (With
+# them, agent.memory: the process's memory and pauses, the standard library only; the render
+# releases its old cache through it.)
 EXPOSITION = {
     "agent.health", "agent.views", "agent.durability", "agent.projection", "agent.endurance",
     "agent.metrics", "agent.api", "agent.server", "agent.page", "agent.page_chart", "agent.host_views",
     "agent.status_table", "agent.status_drive", "agent.runbooks", "agent.text", "agent.exposition_render",
+    "agent.memory",
 }
 
 
