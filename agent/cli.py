@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib
 import json
 import logging
@@ -339,15 +340,6 @@ def _extend(p: argparse.ArgumentParser) -> None:
         ext.add_arguments(p, p.prog.split()[-1])
 
 
-# The sub-commands, with their one-line help (``ssdfleet --help``).
-_COMMANDS = {
-    "agent": "run the agent: poll the drives and serve /metrics",
-    "probe-helper": "run the privileged probe helper on a UNIX socket",
-    "collect": "poll once and print the result",
-    "status": "this host's drives as a table (from the running agent, or one poll)",
-}
-
-
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     """The command line. With ``command``, only that sub-command gets its options (the others
     are listed with their help): building ``status``'s imports the status client and a source
@@ -356,20 +348,22 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ssdfleet", description="SSD fleet health agent and Prometheus exporter")
     parser.add_argument("--version", action="version", version=f"ssdfleet {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    def wanted(name: str) -> bool:
-        return command is None or command == name
-
-    source_commands = [(spec, c) for spec in registry.SOURCES for c in spec.commands]
-    for name, help_text in list(_COMMANDS.items())[:3] + [(c.name, c.help) for _, c in source_commands] + [
-            ("status", _COMMANDS["status"])]:
+    commands = [
+        ("agent", "run the agent: poll the drives and serve /metrics", _build_agent),
+        ("probe-helper", "run the privileged probe helper on a UNIX socket", _build_probe_helper),
+        ("collect", "poll once and print the result", _build_collect),
+    ] + [(c.name, c.help, functools.partial(_build_source_command, spec, c))  # syncwrite-dropin
+         for spec in registry.SOURCES for c in spec.commands] + [
+        ("status", "this host's drives as a table (from the running agent, or one poll)", _build_status),
+    ]
+    for name, help_text, build in commands:
         p = sub.add_parser(name, help=help_text)
-        if wanted(name):
-            _BUILDERS.get(name, _build_source_command)(p, name, source_commands)
+        if command is None or command == name:
+            build(p)
     return parser
 
 
-def _build_agent(p: argparse.ArgumentParser, _name: str, _sources: Any) -> None:
+def _build_agent(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     p.add_argument("--listen-address", help=f"host:port to listen on (default :{DEFAULT_PORT})")
     p.add_argument("--web-config", help="web config file (TLS, basic auth), Prometheus exporter format")
@@ -381,29 +375,28 @@ def _build_agent(p: argparse.ArgumentParser, _name: str, _sources: Any) -> None:
     p.set_defaults(func=cmd_agent)
 
 
-def _build_probe_helper(p: argparse.ArgumentParser, _name: str, _sources: Any) -> None:
+def _build_probe_helper(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     p.add_argument("--socket", required=True, help="UNIX socket path to listen on")
     p.add_argument("--socket-group", help="group allowed to connect (the agent's group)")
     p.set_defaults(func=cmd_probe_helper)
 
 
-def _build_collect(p: argparse.ArgumentParser, _name: str, _sources: Any) -> None:
+def _build_collect(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     _extend(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_collect)
 
 
-def _build_source_command(p: argparse.ArgumentParser, name: str, sources: Any) -> None:
+def _build_source_command(spec: Any, command: Any, p: argparse.ArgumentParser) -> None:
     """A source's own command (syncwrite-dropin)."""
-    spec, command = next((spec, c) for spec, c in sources if c.name == name)
     p.add_argument("--config", help="YAML configuration file (the unit's: /etc/ssdfleet/config.yml)")
     command.arguments(p)
     p.set_defaults(func=_source_command(spec, command))
 
 
-def _build_status(p: argparse.ArgumentParser, _name: str, _sources: Any) -> None:
+def _build_status(p: argparse.ArgumentParser) -> None:
     _add_common(p)
     p.add_argument("--url", help=f"agent URL (default http://127.0.0.1:{DEFAULT_PORT})")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -416,10 +409,6 @@ def _build_status(p: argparse.ArgumentParser, _name: str, _sources: Any) -> None
     add_client_arguments(p)
     _extend(p)
     p.set_defaults(func=cmd_status)
-
-
-_BUILDERS = {"agent": _build_agent, "probe-helper": _build_probe_helper, "collect": _build_collect,
-             "status": _build_status}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

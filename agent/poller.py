@@ -215,12 +215,9 @@ class Poller:
                 try:
                     built = self._build_sources(config, [name])
                 except Exception as exc:  # one source's bug must not stop the agent
-                    message = self._log_crash(name, f"building collector {name}", exc, "; it does not run")
                     with self._lock:
-                        src = self._sources.setdefault(name, _SourceState(name))
-                        src.ran, src.success, src.errors_total = True, False, src.errors_total + 1
-                        src.error = f"internal error: {message}"[:300]
-                        src.last_run = self.clock()
+                        self._sources.setdefault(name, _SourceState(name))
+                    self._failed(name, self._log_crash(name, f"building collector {name}", exc, "; it does not run"))
                     continue
                 self._add_built(name, *built[name])
             self._built = True
@@ -448,6 +445,16 @@ class Poller:
             log.exception("%s crashed (%s)%s", what, message, again)
         return message
 
+    def _failed(self, name: str, message: str) -> None:
+        """Source ``name`` crashed (``message``): failed in ``ssd_collector_success``, counted."""
+        with self._lock:
+            src = self._sources[name]
+            src.ran = True
+            src.success = False
+            src.errors_total += 1
+            src.error = f"internal error: {message}"[:300]
+            src.last_run = self.clock()
+
     def _guarded(self, name: str, fn: Callable[[], None], interval: Optional[float] = None) -> None:
         """Run one source; a source that raises is failed for that run (``ssd_collector_success``
         0, its error counter up) and logged."""
@@ -455,14 +462,7 @@ class Poller:
             fn()
         except Exception as exc:  # a bug in one source must not stop the others
             again = f"; it will run again in {interval:.0f}s" if interval else ""
-            message = self._log_crash(name, f"collector {name}", exc, again)
-            with self._lock:
-                src = self._sources[name]
-                src.ran = True
-                src.success = False
-                src.errors_total += 1
-                src.error = f"internal error: {message}"[:300]
-                src.last_run = self.clock()
+            self._failed(name, self._log_crash(name, f"collector {name}", exc, again))
             self._rebuild()
         finally:
             if name in self._first_pass:

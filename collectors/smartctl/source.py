@@ -257,9 +257,8 @@ class SmartctlSource(Source):
             if t.key in running:
                 unread.append(f"{t.key}: the previous read has not finished")
                 continue
-            if gap and self.ctx.stopping.wait(max(0.0, started + i * gap - time.monotonic())):
-                break
-            if self.ctx.stopping.is_set():
+            # The pace's wait is the agent's stop event: a stop ends a paced pass at once.
+            if self.ctx.stopping.wait(max(0.0, started + i * gap - time.monotonic())):
                 break
             try:
                 futures[t.key] = self.ctx.submit(self._timed_read, t, use_json)
@@ -287,8 +286,8 @@ class SmartctlSource(Source):
 
     def _pace(self, count: int, budget: Optional[float]) -> float:
         """Seconds between the starts of this pass's reads: 0 for the first pass (the agent's
-        first full data), for a bounded wait (``collect``, tests: budget None) and without a
-        limit; else ``1 / reads_per_second``, shortened so the pass starts its last read within
+        first full data), for a pass that waits for every read (``collect``, tests: budget None)
+        and without a limit; else ``1 / reads_per_second``, shortened so the pass starts its last read within
         half the budget. A paced pass merges once, at its end, like any other."""
         rate = self.settings.reads_per_second
         if not self._passes or budget is None or rate <= 0 or count < 2:

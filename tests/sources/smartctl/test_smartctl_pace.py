@@ -53,3 +53,24 @@ def test_the_setting_is_validated():
         except ValueError:
             continue
         raise AssertionError(f"reads_per_second={bad} accepted")
+
+
+def test_a_stop_ends_a_paced_pass_at_once(tmp_path):
+    """The pace waits on the agent's stop event: stopping during a pass whose reads are 5 s
+    apart returns within a second, not after the pass."""
+    import threading
+    import time
+
+    host = build_default_host(tmp_path)
+    poller = make_poller(host, smartctl=SmartctlSettings(reads_per_second=0.2))
+    poller.run_discovery()
+    poller.run("smartctl", budget=300.0)  # the first pass, not paced
+    done = threading.Event()
+    runner = threading.Thread(target=lambda: (poller.run("smartctl", budget=300.0), done.set()))
+    runner.start()
+    time.sleep(0.3)
+    stopped = time.monotonic()
+    poller.stop()
+    assert done.wait(5.0)
+    assert time.monotonic() - stopped < 2.0
+    runner.join(5.0)
