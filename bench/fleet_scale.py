@@ -62,7 +62,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -123,7 +123,14 @@ def _device_names(kind: str, count: int) -> List[str]:
 class Fleet:
     """``hosts`` hosts of ``per_host`` drives each, deterministic for a given ``seed``."""
 
-    def __init__(self, hosts: int, per_host: int, now: float, bad_day: bool = False, seed: int = 17) -> None:
+    def __init__(self, hosts: int, per_host: int, now: float, bad_day: bool = False, seed: int = 17,
+                 agent: Optional[AgentSeries] = None, syncwrite_share: float = 0.0,
+                 stratified: bool = False) -> None:
+        """``agent``: serve the real agent's density (:class:`AgentSeries`), not only the wear
+        model's families. ``syncwrite_share``: hosts whose agent runs the sync-write probe on
+        the database directory (off by default in the agent). ``stratified``: host generations
+        in exact proportion to their shares (a small fleet then has every generation), instead
+        of drawn at random."""
         import random
 
         from simulator.catalogue import CATALOGUE
@@ -135,6 +142,8 @@ class Fleet:
         self.hosts: List[Tuple[str, List[DriveSpec]]] = []
         self.faults: Dict[str, Dict[str, int]] = {}  # serial -> fault -> value
         self.cache_off_hosts: set = set()
+        self.agent = agent
+        self.syncwrite_hosts: set = set()
         index = 0
         cumulative = []
         total = 0.0
@@ -144,6 +153,8 @@ class Fleet:
         for h in range(hosts):
             instance = f"db{h:05d}.example.internal:9877"
             pick = rng.random() * total
+            if stratified:
+                pick = (h + 0.5) / hosts * total
             models = next(m for edge, m in cumulative if pick <= edge)
             host_age = rng.uniform(0, SERVICE_YEARS) * 365 * DAY
             load = min(5.0, max(0.1, rng.lognormvariate(0.0, LOAD_SIGMA)))
@@ -178,6 +189,10 @@ class Fleet:
         if bad_day:
             chosen = rng.sample(range(hosts), max(1, round(hosts * BAD_DAY_HOSTS)))
             self.cache_off_hosts = {self.hosts[i][0] for i in chosen}
+        if syncwrite_share > 0:
+            # drawn apart, so that the fleet above is the same with or without the probe
+            chosen = random.Random(seed + 1).sample(range(hosts), max(1, round(hosts * syncwrite_share)))
+            self.syncwrite_hosts = {self.hosts[i][0] for i in chosen}
         self.drive_count = hosts * per_host
 
     def cache_on(self, instance: str, spec: DriveSpec) -> bool:
@@ -201,6 +216,169 @@ class Fleet:
         if spec.kind == "shannon":
             return "df" + spec.device[3:]
         return spec.device
+
+
+# --------------------------------------------------------------------------- the agent's density
+
+# Families the wear model below renders itself (any drive, any kind). Everything else the real
+# agent serves is added from :class:`AgentSeries` with the agent's own values.
+MODEL_FAMILIES = frozenset((
+    "up", "ssd_drives", "ssd_history_healthy", "ssd_exporter_build_info", "ssd_collector_success",
+    "ssd_collector_duration_seconds", "ssd_collector_errors_total", "ssd_collector_last_run_timestamp_seconds",
+    "ssd_drive_info", "ssd_capacity_bytes", "ssd_life_left_ratio", "ssd_smart_healthy",
+    "ssd_host_written_bytes_total", "ssd_host_read_bytes_total", "ssd_power_on_seconds_total",
+    "ssd_power_cycles_total", "ssd_temperature_celsius", "ssd_temperature_limit_celsius",
+    "ssd_write_cache_enabled", "ssd_write_cache_expected_enabled", "ssd_write_cache_mismatch",
+    "ssd_write_cache_state", "ssd_data_age_seconds", "ssd_write_rate_bytes_per_second",
+    "ssd_projected_wearout_timestamp_seconds", "ssd_endurance_remaining_bytes",
+    "ssd_io_writes_completed_total", "ssd_io_reads_completed_total", "ssd_io_written_bytes_total",
+    "ssd_io_read_bytes_total", "ssd_io_write_time_seconds_total", "ssd_io_read_time_seconds_total",
+    "ssd_io_busy_seconds_total", "ssd_io_in_flight", "ssd_io_flushes_completed_total",
+    "ssd_io_flush_time_seconds_total", "ssd_io_weighted_time_seconds_total", "ssd_drive_holds_info",
+    "ssd_nand_written_bytes_total", "ssd_write_amplification", "ssd_defects", "ssd_bad_block_ratio",
+    "ssd_spare_left_ratio", "ssd_spare_threshold_ratio", "ssd_readonly", "ssd_write_reduced",
+    "ssd_voltage_volts", "ssd_media_errors_total", "ssd_nvme_critical_warning",
+))
+MODEL_SENSORS = ("drive", "controller", "board", "flash")
+_SAMPLE = None  # compiled lazily: name, labels, value of one exposition line
+
+
+def _parse_sample(line: str) -> Tuple[str, Dict[str, str], str]:
+    import re
+
+    global _SAMPLE
+    if _SAMPLE is None:
+        _SAMPLE = (re.compile(r'([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$'),
+                   re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"'))
+    m = _SAMPLE[0].match(line)
+    if m is None:
+        raise ValueError(f"not an exposition sample: {line!r}")
+    return m.group(1), dict(_SAMPLE[1].findall(m.group(2) or "")), m.group(3)
+
+
+def _label_text(labels: Dict[str, str]) -> str:
+    return "".join(f',{k}="{v}"' for k, v in sorted(labels.items()))
+
+
+class AgentSeries:
+    """What the real agent serves beyond the wear model, per catalogue model and per agent.
+
+    Captured once from the real agent's own code: :class:`agent.poller.Poller` polls a simulated
+    host (simulator/host.py, the same fake tools the tests use) with one drive of each model,
+    twice a minute apart, and :class:`agent.metrics.Exposition` renders it. Each sample whose
+    family the wear model does not render is kept with its labels (``device`` and ``serial``
+    replaced per drive) and value, so that the bench serves the agent's density, not the
+    model's. Three kinds of values follow the model instead of the capture: timestamps
+    (``*_timestamp_seconds`` within a day of the capture) keep their distance to now, extra
+    temperature sensors keep their distance to the drive's own sensor, and the write-cache
+    state of a second source follows the drive's cache. Collectors that failed in the capture
+    (a RAID controller tool the simulated host does not have) are left out, as an agent on a
+    host without that controller reports them."""
+
+    def __init__(self, per_model: Dict[str, List[Tuple[str, str, str, str]]],
+                 per_agent: List[Tuple[str, str, str, str]], collectors: Tuple[str, ...],
+                 agent_per_model: Dict[str, int], agent_per_host: int) -> None:
+        self.per_model = per_model  # catalogue -> [(name, labels text, value, how)]
+        self.per_agent = per_agent
+        self.collectors = collectors
+        self.agent_per_model = agent_per_model  # the agent's own series per drive, by model
+        self.agent_per_host = agent_per_host  # the agent's series without a serial
+
+    @classmethod
+    def capture(cls, models: Sequence[str], now: float) -> AgentSeries:
+        import tempfile
+
+        from simulator.catalogue import CATALOGUE
+        from simulator.host import SimHost, make_spec
+
+        sys.path.insert(0, str(ROOT / "bench"))
+        from agent_bench import PreRendered
+
+        from agent.config import load_config
+        from agent.history import History
+        from agent.metrics import Exposition
+        from agent.poller import Poller
+
+        per_kind: Dict[str, int] = {}
+        specs = []
+        for i, key in enumerate(models):
+            kind = CATALOGUE[key].kind
+            n = per_kind.get(kind, 0)
+            per_kind[kind] = n + 1
+            specs.append(make_spec(key, _device_names(kind, n + 1)[n], i, now - 400 * DAY))
+        with tempfile.TemporaryDirectory(prefix="ssdfleet-agent-series-") as tmp:
+            host = SimHost(Path(tmp) / "host", specs, speed=0.0, sim_start=now)
+            config = load_config(overrides=host.config_overrides())
+            poller = Poller(config, runner=PreRendered(str(host.state_file)),
+                            history=History(None, clock=host.clock), clock=host.clock)
+            try:
+                poller.poll_once()
+                host.advance(60)
+                poller.poll_once()
+                snap = poller.snapshot()
+                body = Exposition(lambda: snap).render()
+            finally:
+                poller.stop()
+            captured_at = host.clock()
+        text = body.decode() if isinstance(body, bytes) else body
+        return cls.from_exposition(text, {s.serial: s.catalogue for s in specs}, captured_at)
+
+    @classmethod
+    def from_exposition(cls, text: str, models: Dict[str, str], captured_at: float) -> AgentSeries:
+        samples = [_parse_sample(line) for line in text.splitlines() if line and not line.startswith("#")]
+        failed = {lb.get("collector") for name, lb, value in samples
+                  if name == "ssd_collector_success" and float(value) == 0}
+        per_model: Dict[str, List[Tuple[str, str, str, str]]] = {m: [] for m in models.values()}
+        agent_per_model = {m: 0 for m in models.values()}
+        per_agent: List[Tuple[str, str, str, str]] = []
+        drive_temp: Dict[str, float] = {}
+        for name, lb, value in samples:
+            if name == "ssd_temperature_celsius" and lb.get("sensor") in MODEL_SENSORS:
+                drive_temp[lb["serial"]] = max(drive_temp.get(lb["serial"], -1e9), float(value))
+        collectors: List[str] = []
+        per_host = 0
+        for name, lb, value in samples:
+            if lb.get("collector") in failed:
+                continue
+            serial = lb.pop("serial", None)
+            how = "const"
+            if name.endswith("_timestamp_seconds") and abs(float(value) - captured_at) < DAY:
+                how, value = "now", f"{float(value) - captured_at:.0f}"
+            if serial is None:
+                per_host += 1
+                if name == "ssd_collector_success":
+                    collectors.append(lb["collector"])
+                if name not in MODEL_FAMILIES:
+                    per_agent.append((name, _label_text(lb), value, how))
+                continue
+            model = models[serial]
+            agent_per_model[model] += 1
+            lb.pop("device", None)
+            if name == "ssd_temperature_celsius" and lb.get("sensor") not in MODEL_SENSORS:
+                how, value = "temperature", f"{float(value) - drive_temp.get(serial, float(value)):.0f}"
+            elif name == "ssd_write_cache_state" and lb.get("source") != "sysfs_queue":
+                how = "cache"
+                lb.pop("state", None)
+            elif name in MODEL_FAMILIES:
+                continue
+            per_model[model].append((name, _label_text(lb), value, how))
+        return cls(per_model, per_agent, tuple(collectors), agent_per_model, per_host)
+
+    def drive_lines(self, spec: DriveSpec, lb: str, now: float, celsius: float, cache_on: bool):
+        for name, extra, value, how in self.per_model.get(spec.catalogue, ()):
+            if how == "temperature":
+                value = f"{celsius + float(value):.0f}"
+            elif how == "cache":
+                extra += f',state="{"enabled" if cache_on else "disabled"}"'
+            elif how == "now":
+                value = f"{now + float(value):.0f}"
+            yield name, f"{name}{{{lb}{extra}}} {value}"
+
+    def host_lines(self, host_labels: str, now: float):
+        for name, extra, value, how in self.per_agent:
+            if how == "now":
+                value = f"{now + float(value):.0f}"
+            yield name, f"{name}{{{host_labels}{extra}}} {value}"
 
 
 def _labels(instance: str, spec: DriveSpec) -> str:
@@ -418,7 +596,14 @@ def render_live(fleet: Fleet, now: float, generation: int = 0, hosts=None) -> by
         add("ssd_drives", f"ssd_drives{{{host_labels}}} {len(drives)}")
         add("ssd_history_healthy", f"ssd_history_healthy{{{host_labels}}} 1")
         add("ssd_exporter_build_info", f'ssd_exporter_build_info{{{host_labels},version="0.1.0",python="3.11.7"}} 1')
-        for c in COLLECTORS:
+        collectors = fleet.agent.collectors if fleet.agent is not None else COLLECTORS
+        probe = instance in fleet.syncwrite_hosts
+        if probe:
+            collectors = collectors + ("syncwrite",)
+        if fleet.agent is not None:
+            for name, line in fleet.agent.host_lines(host_labels, now):
+                add(name, line)
+        for c in collectors:
             add("ssd_collector_success", f'ssd_collector_success{{{host_labels},collector="{c}"}} 1')
             add("ssd_collector_duration_seconds", f'ssd_collector_duration_seconds{{{host_labels},collector="{c}"}} 0.2')
             add("ssd_collector_errors_total", f'ssd_collector_errors_total{{{host_labels},collector="{c}"}} 0')
@@ -504,10 +689,33 @@ def render_live(fleet: Fleet, now: float, generation: int = 0, hosts=None) -> by
                 media = int(st.grown_bad_ratio * 2000) + (1 if generation and faults.get("media_error_grew") else 0)
                 add("ssd_media_errors_total", f"ssd_media_errors_total{{{lb}}} {media}")
                 add("ssd_nvme_critical_warning", f"ssd_nvme_critical_warning{{{lb}}} 0")
+            if fleet.agent is not None:
+                for name, line in fleet.agent.drive_lines(spec, lb, now, st.celsius, cache):
+                    add(name, line)
+            if probe and spec is drives[0]:
+                _syncwrite_lines(add, spec, lb, now, cache)
     out = []
     for lines in fam.values():
         out.append("\n".join(lines))
     return ("\n".join(out) + "\n").encode()
+
+
+def _syncwrite_lines(add, spec: DriveSpec, lb: str, now: float, cache_on: bool) -> None:
+    """The sync-write probe's series for the drive under the database directory, as the agent
+    serves them at its defaults (64 writes of 8 kB every 300 s, fdatasync): one write plus
+    its flush takes the drive's write latency with its cache in the state it is in."""
+    lb = f'{lb},path="/var/lib/postgresql",method="fdatasync"'
+    latency = spec.write_latency_cache_on if cache_on else spec.write_latency_cache_off
+    bursts = math.floor((now - spec.t0) / 300)
+    add("ssd_syncwrite_ops_per_second", f"ssd_syncwrite_ops_per_second{{{lb}}} {1 / latency:.6g}")
+    for q, factor in (("0.5", 1.0), ("0.9", 1.5), ("0.99", 3.0), ("1", 4.0)):
+        add("ssd_syncwrite_latency_seconds",
+            f'ssd_syncwrite_latency_seconds{{{lb},quantile="{q}"}} {latency * factor:.6g}')
+    add("ssd_syncwrite_latency_seconds_sum", f"ssd_syncwrite_latency_seconds_sum{{{lb}}} {bursts * 64 * latency:.6g}")
+    add("ssd_syncwrite_latency_seconds_count", f"ssd_syncwrite_latency_seconds_count{{{lb}}} {bursts * 64}")
+    add("ssd_syncwrite_written_bytes_total", f"ssd_syncwrite_written_bytes_total{{{lb}}} {bursts * 64 * 8192}")
+    add("ssd_syncwrite_last_run_timestamp_seconds",
+        f"ssd_syncwrite_last_run_timestamp_seconds{{{lb}}} {spec.t0 + bursts * 300:.0f}")
 
 
 class LiveExposition:
@@ -574,6 +782,20 @@ class LiveExposition:
 
 
 # --------------------------------------------------------------------------- Prometheus
+
+def recording_rules(path: Path) -> List[Tuple[str, str, Dict[str, str]]]:
+    """(group, record, static labels) of every recording rule in a rule file, in order."""
+    import yaml
+
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [(group["name"], rule["record"], dict(rule.get("labels") or {}))
+            for group in doc["groups"] for rule in group["rules"] if "record" in rule]
+
+
+def rule_selector(record: str, labels: Dict[str, str]) -> str:
+    """A selector for what one recording rule writes: its name and its static labels."""
+    return "{" + ",".join([f'__name__="{record}"'] + [f'{k}="{v}"' for k, v in sorted(labels.items())]) + "}"
+
 
 def api(base: str, path: str, params: Optional[Dict[str, str]] = None, timeout: float = 120) -> Dict:
     url = base + path + ("?" + urllib.parse.urlencode(params) if params else "")
@@ -871,6 +1093,11 @@ def main() -> int:
                     help="with the shipped intervals, wait for --readings evaluations of the groups evaluated at "
                     "most this often (the hourly ones are printed with the evaluations seen)")
     ap.add_argument("--repeat", type=int, default=10, help="runs of each panel query (median)")
+    ap.add_argument("--density", choices=("agent", "model"), default="agent",
+                    help="agent: every series the real agent serves (captured from it at the start); model: only "
+                         "the wear model's families (the bench before issue 33)")
+    ap.add_argument("--syncwrite-share", type=float, default=0.1,
+                    help="share of hosts whose agent runs the sync-write probe (opt in; an assumption)")
     ap.add_argument("--storage-cost", action="store_true",
                     help="measure bytes per sample and memory per series on Prometheus and VictoriaMetrics instead")
     ap.add_argument("--storage-hosts", type=int, default=10, help="hosts rendered every 60 s for --storage-cost")
@@ -891,10 +1118,18 @@ def main() -> int:
     prom = None
     live = None
     stopping = threading.Event()
+    status = 0
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     try:
         now = time.time()
-        fleet = Fleet(args.hosts, args.drives_per_host, now, bad_day=args.bad_day, seed=args.seed)
+        agent = None
+        if args.density == "agent":
+            agent = AgentSeries.capture(sorted({m for _, models in HOST_TYPES for m in models}), now)
+        fleet = Fleet(args.hosts, args.drives_per_host, now, bad_day=args.bad_day, seed=args.seed, agent=agent,
+                      syncwrite_share=args.syncwrite_share)
+        print(f"density: {args.density}" + (
+            f" (the agent's own series per drive, by model: {agent.agent_per_model}; per agent "
+            f"{agent.agent_per_host}, {len(agent.collectors)} collectors)" if agent else ""), flush=True)
         print(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days "
               f"at {args.step:g} s; {'BAD DAY' if args.bad_day else 'a normal day'}", flush=True)
         print(f"fleet model: {fleet.describe()}", flush=True)
@@ -1008,6 +1243,14 @@ def main() -> int:
         out("\nslowest rules: " + "; ".join(f"{k[2]} {statistics.median(v) * 1e3:.0f} ms" for k, v in slow))
         if errors:
             out("rule errors: " + "; ".join(sorted(errors)))
+        empty = []
+        for group_name, record, labels in recording_rules(Path(args.rules_dir or ROOT / "deploy" / "prometheus")
+                                                          / "ssdfleet-recording.yml"):
+            result = api(base, "/api/v1/query", {"query": f"count({rule_selector(record, labels)})"})["data"]["result"]
+            if not result:
+                empty.append(f"{group_name}: {rule_selector(record, labels)}")
+        out(f"recording rules that returned nothing: {len(empty)}" + (": " + "; ".join(empty) if empty else ""))
+        status = 1 if empty else 0
         out("alert instances (firing/pending; a for: longer than the run keeps them pending): "
             + (", ".join(f"{k} {f}/{p}" for k, (f, p) in sorted(firing.items()) if f or p) or "none"))
 
@@ -1083,7 +1326,7 @@ def main() -> int:
             live.stop()
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    return status
 
 
 def _history_step(text: str) -> int:

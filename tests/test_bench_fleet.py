@@ -124,3 +124,34 @@ def test_promtool_turns_the_backfill_into_a_block_with_every_sample(fleet_scale,
     assert rows, listing
     # columns: BLOCK ULID, MIN TIME, MAX TIME, DURATION, NUM SAMPLES, NUM CHUNKS, NUM SERIES, SIZE
     assert sum(int(row[4]) for row in rows) == n, listing
+
+
+def test_the_bench_serves_at_least_the_agents_own_series_per_drive(fleet_scale):
+    """Issue 33: the bench renders the real agent's density. Per catalogue model, a drive in the
+    bench's exposition has at least the series the agent itself served for that model (the
+    wear model adds the history-derived ones: write rate, wear-out date, endurance left), and
+    every host carries the agent's own per-agent series, with a timestamp that follows now."""
+    import re
+
+    models = sorted({m for _, ms in fleet_scale.HOST_TYPES for m in ms})
+    agent = fleet_scale.AgentSeries.capture(models, float(NOW))
+    assert set(agent.agent_per_model) == set(models) and min(agent.agent_per_model.values()) >= 30
+    assert "smartctl" in agent.collectors and "megaraid" not in agent.collectors  # failed in the capture
+    fleet = fleet_scale.Fleet(hosts=len(models) * 4, per_host=2, now=float(NOW), seed=5, agent=agent,
+                              stratified=True)
+    plain = fleet_scale.Fleet(hosts=len(models) * 4, per_host=2, now=float(NOW), seed=5, stratified=True)
+    later = NOW + 600
+    body = fleet_scale.render_live(fleet, later).decode()
+    serials = {spec.serial: spec.catalogue for _, drives in fleet.hosts for spec in drives}
+    per_drive: Counter = Counter()
+    for line in body.splitlines():
+        m = re.search(r'serial="([^"]+)"', line)
+        if m:
+            per_drive[m.group(1)] += 1
+    for serial, model in serials.items():
+        assert per_drive[serial] >= agent.agent_per_model[model], (model, per_drive[serial])
+    assert len(body.splitlines()) > len(fleet_scale.render_live(plain, later).splitlines())
+    # the drives' poll stamps follow the render's now, not the capture's
+    stamps = [float(v) for v in re.findall(r'^ssd_last_poll_timestamp_seconds\{[^}]*\} (\S+)$', body, re.M)]
+    assert stamps and all(abs(v - later) < 120 for v in stamps)
+    assert body.count('ssd_collector_success{') == len(fleet.hosts) * len(agent.collectors)
