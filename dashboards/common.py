@@ -67,13 +67,15 @@ def query(
     return target
 
 
-def per_drive(expr: str, info_selector: str) -> str:
+def per_drive(expr: str, info_selector: str, info: str = "") -> str:
     """``expr`` reduced to one value per drive and joined with its model and kind, so that
-    several such queries merge into one table row per drive."""
+    several such queries merge into one table row per drive. ``info``: the series to take
+    model and kind from (a recorded subset of ssd_drive_info), instead of
+    ``ssd_drive_info{info_selector}``."""
     return (
         f"max by ({DRIVE_KEY}) ({expr})"
         f" * on ({DRIVE_KEY}) group_left ({INFO_LABELS})"
-        f" max by ({DRIVE_KEY}, {INFO_LABELS}) (ssd_drive_info{info_selector})"
+        f" max by ({DRIVE_KEY}, {INFO_LABELS}) ({info or 'ssd_drive_info' + info_selector})"
     )
 
 
@@ -319,12 +321,31 @@ def datasource_variable() -> dashboard_builders.DatasourceVariable:
     return dashboard_builders.DatasourceVariable("datasource").label("Data source").type("prometheus")
 
 
-def job_variable() -> dashboard_builders.QueryVariable:
+def site_variable() -> dashboard_builders.QueryVariable:
+    """The sites a central store holds (each scraping Prometheus' ``site`` external label,
+    read from the recorded fleet size). "All" is ``.*``, which also matches series without
+    the label, so the same dashboard answers on one site's own Prometheus, where the
+    variable has no values."""
+    return (
+        dashboard_builders.QueryVariable("site")
+        .label("Site")
+        .datasource(DATASOURCE)
+        .query("label_values(job:ssd_drives:sum, site)")
+        .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(models.VariableSort.ALPHABETICAL_ASC)
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+        .current(models.VariableOption(selected=True, text="All", value="$__all"))
+    )
+
+
+def job_variable(selector: str = "") -> dashboard_builders.QueryVariable:
     return (
         dashboard_builders.QueryVariable("job")
         .label("Job")
         .datasource(DATASOURCE)
-        .query("label_values(ssd_exporter_build_info, job)")
+        .query(f"label_values(ssd_exporter_build_info{selector}, job)")
         .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(models.VariableSort.ALPHABETICAL_ASC)
         .multi(True)

@@ -494,10 +494,10 @@ def build() -> models.Dashboard:
                 "Sync-write latency (probe)",
                 SECONDS,
                 [
-                    query(f'ssd_syncwrite_latency_seconds{{job=~"$job", instance="$instance", serial="$serial", '
-                          f'quantile="0.5"}}', legend="{{path}} median", ref_id="A"),
-                    query(f'ssd_syncwrite_latency_seconds{{job=~"$job", instance="$instance", serial="$serial", '
-                          f'quantile="0.99"}}', legend="{{path}} p99", ref_id="B"),
+                    query('ssd_syncwrite_latency_seconds{job=~"$job", instance="$instance", serial="$serial", '
+                          'quantile="0.5"}', legend="{{path}} median", ref_id="A"),
+                    query('ssd_syncwrite_latency_seconds{job=~"$job", instance="$instance", serial="$serial", '
+                          'quantile="0.99"}', legend="{{path}} p99", ref_id="B"),
                     query(f"ssd:syncwrite_latency_seconds:median1d{SEL}", legend="{{path}} its own normal", ref_id="C"),
                 ],
                 description="The opt-in sync-write probe: one 8 kB write and its sync, per burst, in each "

@@ -34,6 +34,7 @@ from dashboards.common import (
     per_drive,
     query,
     row,
+    site_variable,
     stat_panel,
     table_panel,
     thresholds,
@@ -42,7 +43,9 @@ from dashboards.common import (
 )
 
 UID = "ssdfleet-fleet"
-SEL = '{job=~"$job"}'
+# Every fleet query selects the site (a scraping Prometheus' `site` external label, present at
+# a central store; "All" matches series without it, so one Prometheus answers too) and the job.
+SEL = '{site=~"$site", job=~"$job"}'
 DAY = 86400
 MONTH_DAYS = 30  # the wear-out histogram uses 30-day buckets, not calendar months
 
@@ -62,24 +65,23 @@ LIFE_BANDS = [
 
 def recorded_count(record: str, **matchers: str) -> str:
     """The fleet-wide total of a recorded count (one series per job and label value), or 0."""
-    selector = ", ".join(['job=~"$job"', *(f'{k}{v}' if v[:1] in "=!" else f'{k}="{v}"' for k, v in matchers.items())])
+    selector = ", ".join(['site=~"$site"', 'job=~"$job"', *(f'{k}{v}' if v[:1] in "=!" else f'{k}="{v}"' for k, v in matchers.items())])
     return f"sum({record}{{{selector}}}) or vector(0)"
 
 
-WEAROUT = f"min by ({DRIVE_KEY}) (ssd_projected_wearout_timestamp_seconds{SEL})"
-# The 20 drives with the least life left. Life left is mostly a whole percent, so hundreds of
-# drives can share the 20th value, and bottomk() picks among equal values in an order each
-# store decides for itself (Prometheus and VictoriaMetrics listed different drives). Ties are
-# broken by the data instead: at equal life left, the drive that has written more (its
-# lifetime host bytes, a fraction of the fleet's largest, times 1e-9: far below the 0.01 step
-# of a percent) ranks worse. Drives without a write counter keep their plain life left.
-WRITTEN_SHARE = f"ssd_host_written_bytes_total{SEL} / scalar(max(ssd_host_written_bytes_total{SEL}))"
-WORST = (
-    f"bottomk(20, (ssd_life_left_ratio{SEL} - 1e-9 * {WRITTEN_SHARE}) "
-    f"or ssd_life_left_ratio{SEL})"
-)
-# Fleet-wide panels read recording rules (deploy/prometheus/ssdfleet-recording.yml) wherever
-# one records what they show; the host and drive views read raw series, which stay cheap there.
+# Fleet panels read only what the recording rules (deploy/prometheus/ssdfleet-recording.yml)
+# record per job and per host: counts, rankings of ten per job with their columns, and per-host
+# summaries. No fleet query selects a per-drive family, so the dashboard answers the same at a
+# central store of 1,000,000 drives that holds only the sites' recorded series (issue 33;
+# tests/test_dashboards.py prices every query there). The host and drive views read raw series,
+# which stay cheap there.
+# The ten drives with the least life left, from the recorded ranking (ten per job, ties broken
+# by the data there): ranked again by the ranking's recorded key, so that the table shows ten
+# whatever the number of jobs and sites, and the same ten on every store.
+WORST = (f"job:ssd_life_left_ratio:bottom10{SEL} and on ({DRIVE_KEY}) "
+         f"bottomk(10, job:ssd_life_left_ratio:bottom10_key{SEL})")
+# Model and kind of the drives the fleet lists show (recorded for those drives only).
+LISTED_INFO = f"job:ssd_drive_info:listed{SEL}"
 # The ten hottest drives, from the recording rule's ranking (ten per job, and per shard where
 # shards add a label: sharded Prometheus servers behind Thanos): the panels rank those few
 # again (topk), so they show ten whatever the number of jobs or shards, without ranking the fleet.
@@ -158,22 +160,24 @@ def _wearout_months_panel() -> bargauge.Panel:
 
 
 def _worst_drives_table():
-    # Each column restricted to the 20 worst drives so the merged table has 20 rows.
+    # Each column restricted to the ten worst drives so the merged table has ten rows.
     only_worst = f" and on ({DRIVE_KEY}) {WORST}"
     targets = [
-        query(per_drive(f"ssd_life_left_ratio{SEL}{only_worst}", SEL), ref_id="A", as_table=True),
-        query(per_drive(f"{WEAROUT} * 1000{only_worst}", SEL), ref_id="B", as_table=True),
-        query(per_drive(f"ssd_write_rate_bytes_per_second{SEL} * {DAY}{only_worst}", SEL), ref_id="C", as_table=True),
-        query(per_drive(f"ssd_spare_left_ratio{SEL}{only_worst}", SEL), ref_id="D", as_table=True),
+        query(per_drive(WORST, SEL, info=LISTED_INFO), ref_id="A", as_table=True),
+        query(per_drive(f"job:ssd_projected_wearout_timestamp_seconds:life_bottom10{SEL} * 1000{only_worst}", SEL,
+                        info=LISTED_INFO), ref_id="B", as_table=True),
+        query(per_drive(f"job:ssd_write_rate_bytes_per_second:life_bottom10{SEL} * {DAY}{only_worst}", SEL,
+                        info=LISTED_INFO), ref_id="C", as_table=True),
     ]
     panel = table_panel(
-        "Worst 20 drives by life left",
+        "Worst 10 drives by life left",
         targets,
-        description="Lowest ssd_life_left_ratio in the fleet, with model and kind from ssd_drive_info; "
-        "at equal life left the drive that has written more comes first. Click a row for the drive view.",
+        description="Lowest ssd_life_left_ratio among the selected sites and jobs, from the recording rule "
+        "job:ssd_life_left_ratio:bottom10 (ten per job; at equal life left the drive that has written more "
+        "comes first), with model and kind. Click a row for the drive view.",
         width=24,
         height=10,
-        transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B", "Value #C", "Value #D"]),
+        transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B", "Value #C"]),
         overrides=[
             override(
                 "Value #A",
@@ -185,7 +189,6 @@ def _worst_drives_table():
             ),
             override("Value #B", displayName="Projected wear-out", unit=TIMESTAMP_MS),
             override("Value #C", displayName="Writes per day", unit=BYTES),
-            override("Value #D", displayName="Spare left", unit=RATIO),
         ],
         sort_by=("Life left", False),
     )
@@ -196,17 +199,20 @@ def _write_cache_off_table():
     return table_panel(
         "Write caches off",
         [
-            query(per_drive(f"ssd_write_cache_enabled{SEL} == 0", SEL), ref_id="A", as_table=True),
+            query(per_drive(f"job:ssd_write_cache_enabled:bottom10{SEL} == 0", SEL, info=LISTED_INFO),
+                  ref_id="A", as_table=True),
             query(
                 per_drive(
-                    f"ssd_write_cache_expected_enabled{SEL} and on ({DRIVE_KEY}) ssd_write_cache_enabled{SEL} == 0", SEL
+                    f"job:ssd_write_cache_expected_enabled:bottom10{SEL} and on ({DRIVE_KEY}) "
+                    f"job:ssd_write_cache_enabled:bottom10{SEL} == 0", SEL, info=LISTED_INFO,
                 ),
                 ref_id="B",
                 as_table=True,
             ),
         ],
-        description="Drives whose volatile write cache is disabled (ssd_write_cache_enabled == 0), and "
-        "whether the agent was told to expect that.",
+        description="Drives whose volatile write cache is disabled, and whether the agent was told to expect "
+        "that: up to ten per job (recording rule job:ssd_write_cache_enabled:bottom10); the stat beside "
+        "counts them all.",
         width=16,
         height=6,
         transformations=merge_and_organize(DRIVE_COLUMNS + ["Value #A", "Value #B"]),
@@ -244,22 +250,12 @@ def _hottest_drives_panel() -> bargauge.Panel:
     )
 
 
-STALE_AGENTS = (
-    f"(up{SEL} == 0) or on (job, instance) (max by (job, instance) (ssd_data_age_seconds{SEL}) > {STALE_DATA_SECONDS})"
-)
-
-
 def _agents_table():
     targets = [
         query(f"max by (job, instance) (up{SEL})", ref_id="A", as_table=True),
-        query(f"max by (job, instance) (ssd_data_age_seconds{SEL})", ref_id="B", as_table=True),
+        query(f"max by (job, instance) (instance:ssd_data_age_seconds:max{SEL})", ref_id="B", as_table=True),
         query(f"max by (job, instance) (ssd_drives{SEL})", ref_id="C", as_table=True),
-        query(
-            f"count by (job, instance) (ssd_collector_success{SEL} == 0) or on (job, instance) "
-            f"(0 * max by (job, instance) (ssd_drives{SEL}))",
-            ref_id="D",
-            as_table=True,
-        ),
+        query(f"max by (job, instance) (instance:ssd_collectors_failing:count{SEL})", ref_id="D", as_table=True),
         query(f"max by (job, instance) (ssd_history_healthy{SEL})", ref_id="E", as_table=True),
     ]
     return table_panel(
@@ -307,16 +303,17 @@ def _collectors_failing_table():
     return table_panel(
         "Collectors failing",
         [
-            query(f"ssd_collector_success{SEL} == 0", ref_id="A", as_table=True),
+            query(f"job:ssd_collector_success:bottom10{SEL} == 0", ref_id="A", as_table=True),
             query(
-                f"increase(ssd_collector_errors_total{SEL}[1h]) and on (job, instance, collector) "
-                f"ssd_collector_success{SEL} == 0",
+                f"increase(job:ssd_collector_errors:bottom10{SEL}[1h]) and on (job, instance, collector) "
+                f"job:ssd_collector_success:bottom10{SEL} == 0",
                 ref_id="B",
                 as_table=True,
             ),
         ],
         description="Collectors whose last run failed for at least one drive (ssd_collector_success == 0), "
-        "with their errors over the last hour.",
+        "with their errors over the last hour: up to ten per job (recording rule "
+        "job:ssd_collector_success:bottom10); the stat counts them all.",
         width=12,
         height=8,
         transformations=merge_and_organize(
@@ -342,14 +339,15 @@ def build() -> models.Dashboard:
             "SSD wear, write caches, temperatures and agent health across every host running the ssdfleet agent.",
         )
         .with_variable(datasource_variable())
-        .with_variable(job_variable())
+        .with_variable(site_variable())
+        .with_variable(job_variable('{site=~"$site"}'))
         .with_row(row("Fleet"))
         .with_panel(
             stat_panel(
                 "Drives",
                 COUNT,
-                [query(count_or_zero(f"ssd_drive_info{SEL}"), instant=True)],
-                description="Drives reported by all agents.",
+                [query(f"sum(job:ssd_drives:sum{SEL}) or vector(0)", instant=True)],
+                description="Drives reported by all agents (recording rule job:ssd_drives:sum).",
                 steps=((None, "blue"),),
             )
         )
@@ -366,8 +364,9 @@ def build() -> models.Dashboard:
             stat_panel(
                 "Wear-out within 90 days",
                 COUNT,
-                [query(count_or_zero(f"({WEAROUT} - time()) <= {90 * DAY}"), instant=True)],
-                description="Drives whose projected wear-out is less than 90 days away.",
+                [query(recorded_count("job:ssd_projected_wearout:count", within_days="90"), instant=True)],
+                description="Drives whose projected wear-out is less than 90 days away "
+                "(recording rule job:ssd_projected_wearout:count).",
                 steps=PROBLEM_THRESHOLDS,
             )
         )
@@ -385,9 +384,9 @@ def build() -> models.Dashboard:
             stat_panel(
                 "Stale agents",
                 COUNT,
-                [query(count_or_zero(STALE_AGENTS), instant=True)],
+                [query(recorded_count("job:ssd_agents_stale:count"), instant=True)],
                 description=f"Agents Prometheus cannot scrape (up == 0) or whose drive data is older "
-                f"than {STALE_DATA_SECONDS} s.",
+                f"than {STALE_DATA_SECONDS} s (recording rule job:ssd_agents_stale:count).",
                 steps=PROBLEM_THRESHOLDS,
             )
         )
@@ -395,8 +394,9 @@ def build() -> models.Dashboard:
             stat_panel(
                 "Collectors failing",
                 COUNT,
-                [query(count_or_zero(f"ssd_collector_success{SEL} == 0"), instant=True)],
-                description="Collector runs that failed (ssd_collector_success == 0), all agents.",
+                [query(recorded_count("job:ssd_collectors_failing:count"), instant=True)],
+                description="Collector runs that failed (ssd_collector_success == 0), all agents "
+                "(recording rule job:ssd_collectors_failing:count).",
                 steps=PROBLEM_THRESHOLDS,
             )
         )
@@ -473,8 +473,9 @@ def build() -> models.Dashboard:
             timeseries_panel(
                 "Collector run time, slowest agent",
                 SECONDS,
-                [query(f"max by (collector) (ssd_collector_duration_seconds{SEL})", legend="{{collector}}")],
-                description="How long each collector's last run took on the slowest agent.",
+                [query(f"max by (collector) (job:ssd_collector_duration_seconds:max{SEL})", legend="{{collector}}")],
+                description="How long each collector's last run took on the slowest agent (recording rule "
+                "job:ssd_collector_duration_seconds:max).",
                 width=12,
                 height=8,
                 min_val=0,

@@ -47,7 +47,7 @@ def _substitute(text: str, values: Dict[str, str]) -> str:
 def _variable_combinations(prom, dashboard: dict) -> List[Dict[str, str]]:
     """Every combination of variable values, each query variable resolved with the values
     chosen before it, as Grafana does. Multi-value "All" becomes the regex alternation of all
-    values (Grafana's formatting for Prometheus when allValue is not set)."""
+    values (Grafana's formatting for Prometheus when allValue is not set), or the allValue."""
     combos: List[Dict[str, str]] = [{}]
     for variable in dashboard["templating"]["list"]:
         if variable["type"] != "query":
@@ -58,6 +58,10 @@ def _variable_combinations(prom, dashboard: dict) -> List[Dict[str, str]]:
         for combo in combos:
             selector = match.group("selector")
             values = prom.label_values(match.group("label"), _substitute(selector, combo) if selector else None)
+            if variable.get("includeAll") and variable.get("allValue"):
+                # "All" is the variable's own value (the site's ".*"), with or without values
+                expanded.append(dict(combo, **{variable["name"]: variable["allValue"]}))
+                continue
             assert values, f"variable {variable['name']} has no values for {combo}"
             if variable.get("includeAll") and variable.get("multi"):
                 choices = ["(" + "|".join(re.escape(v) for v in values) + ")"]

@@ -1,0 +1,144 @@
+"""Every fleet-dashboard query stays under the stores' default limits at 1,000,000 drives.
+
+Issue 33: a central store holds fifty sites of 20,000 drives (2,500 hosts of 8 drives each).
+Nobody runs 80 M series here; the figures are computed from per-site inputs measured on a real
+Prometheus:
+
+1. One site, small: the fleet bench's model (bench/fleet_scale.py, at the real agent's density)
+   for 40 hosts of 4 drives, served to a real Prometheus 2.42 that evaluates the shipped
+   recording rules (each group every second, windows shortened as in the other end-to-end
+   tests).
+2. For every query of the fleet dashboard (and its variables), each series selector is counted
+   there, and scaled by what it grows with: a ``job:`` series is per site (the site's one job),
+   an ``instance:`` series and a raw series without a ``serial`` per host, a raw series with a
+   ``serial`` per drive.
+3. The query's series at 1,000,000 drives must stay under VictoriaMetrics' default
+   ``-search.maxUniqueTimeseries`` (300,000), and a range query's samples (7 days at one sample
+   a minute per series, an upper bound) under Prometheus' default ``--query.max-samples``
+   (50,000,000).
+
+The arithmetic can fail: a per-drive family, which the fleet panels read before this issue,
+is a million series (checked below).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from tests.promstack import prometheus_factory, static_exporter_factory  # noqa: F401
+from tests.support.alerting import shortened_rules
+from tests.support.dashboards import load, query_panels
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDING = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
+
+FLEET_DRIVES = 1_000_000
+DRIVES_PER_HOST = 8
+FLEET_HOSTS = FLEET_DRIVES // DRIVES_PER_HOST
+SITE_DRIVES = 20_000
+SITES = FLEET_DRIVES // SITE_DRIVES
+VM_MAX_UNIQUE_TIMESERIES = 300_000  # VictoriaMetrics -search.maxUniqueTimeseries default
+PROM_MAX_SAMPLES = 50_000_000  # Prometheus --query.max-samples default
+RANGE_SAMPLES_PER_SERIES = 7 * 24 * 60  # the dashboard's 7 days at one sample a minute (upper bound)
+
+HOSTS, PER_HOST = 40, 4
+SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\{([^{}]*)\}")
+
+
+def _fleet_scale():
+    spec = importlib.util.spec_from_file_location("fleet_scale_limits", ROOT / "bench" / "fleet_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _substitute(expr: str, job: str) -> str:
+    return expr.replace("$site", ".*").replace("$job", job).replace("$__rate_interval", "5m")
+
+
+def _fleet_queries() -> List[Tuple[str, str, bool]]:
+    dashboard = load("ssdfleet-fleet.json")
+    out = [(panel["title"], target["expr"], bool(target.get("instant")) or target.get("format") == "table")
+           for panel in query_panels(dashboard) for target in panel["targets"]]
+    out += [(f"variable {v['name']}", v["query"], True) for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    return out
+
+
+def _at_scale(name: str, per_drive: int, per_other: int, drives: int, hosts: int) -> int:
+    if name.startswith("job:"):
+        return (per_drive + per_other) * SITES
+    if name.startswith("instance:"):
+        return (per_drive + per_other) * FLEET_HOSTS // hosts
+    return per_drive * FLEET_DRIVES // drives + per_other * FLEET_HOSTS // hosts
+
+
+def test_the_arithmetic_flags_a_per_drive_family():
+    """A selector of a per-drive family (one series per drive at the site) is a million series."""
+    assert _at_scale("ssd_life_left_ratio", per_drive=160, per_other=0, drives=160, hosts=40) == FLEET_DRIVES
+    assert _at_scale("ssd_life_left_ratio", 160, 0, 160, 40) > VM_MAX_UNIQUE_TIMESERIES
+    assert _at_scale("job:ssd_life_left_ratio:bottom10", 10, 0, 160, 40) == 10 * SITES
+    assert _at_scale("up", 0, 40, 160, 40) == FLEET_HOSTS
+
+
+def test_every_fleet_query_fits_the_default_limits_at_a_million_drives(
+    prometheus_factory, static_exporter_factory, tmp_path, capsys  # noqa: F811
+):
+    fs = _fleet_scale()
+    models = sorted({m for _, ms in fs.HOST_TYPES for m in ms})
+    now = time.time()
+    agent = fs.AgentSeries.capture(models, now)
+    fleet = fs.Fleet(HOSTS, PER_HOST, now, seed=17, agent=agent, syncwrite_share=0.1, stratified=True)
+    exporter = static_exporter_factory(lambda: fs.render_live(fleet, time.time(), generation=1))
+    prom = prometheus_factory(
+        scrape_configs=[{"job_name": "site", "honor_labels": True, "static_configs": [{"targets": [exporter.target]}]}],
+        rule_files=[shortened_rules(RECORDING, tmp_path / RECORDING.name, {})],
+    )
+    queries = _fleet_queries()
+    names = sorted({m.group(1) for _, expr, _ in queries for m in SELECTOR.finditer(expr)})
+    recorded = [n for n in names if n.startswith(("job:", "instance:"))]
+    assert recorded, names
+    # every recorded input of the dashboard exists at the site, and the rankings are full
+    for name in recorded:
+        prom.wait_for_query(f"count({name})", timeout=60)
+    prom.wait_for_query("count(job:ssd_life_left_ratio:bottom10) == 10", timeout=60)
+    prom.wait_for_query("count(job:ssd_write_cache_enabled:bottom10) == 10", timeout=60)
+
+    drives, hosts = fleet.drive_count, len(fleet.hosts)
+    counts: Dict[str, int] = {}
+
+    def count(selector: str) -> int:
+        answer = prom.query(f"count({selector})")
+        assert answer.get("status") == "success", answer
+        result = answer["data"]["result"]
+        return int(float(result[0]["value"][1])) if result else 0
+
+    rows = []
+    for title, expr, instant in queries:
+        text = _substitute(expr, fs.JOB)
+        series = 0
+        for match in {m.group(0): m for m in SELECTOR.finditer(text)}.values():
+            name, matchers = match.group(1), match.group(2)
+            key = match.group(0)
+            if key not in counts:
+                inner = ", ".join(x for x in (matchers.strip(), f'__name__="{name}"') if x)
+                per_drive = count("{" + inner + ', serial!=""}')
+                per_other = count("{" + inner + ', serial=""}')
+                counts[key] = _at_scale(name, per_drive, per_other, drives, hosts)
+            series += counts[key]
+        samples = series * (1 if instant else RANGE_SAMPLES_PER_SERIES)
+        rows.append((title, series, samples, instant))
+    with capsys.disabled():
+        print(f"\n[fleet limits] {len(rows)} fleet-dashboard queries at {FLEET_DRIVES:,} drives "
+              f"({SITES} sites, {FLEET_HOSTS:,} hosts), from a site of {drives} drives on {hosts} hosts:")
+        for title, series, samples, instant in sorted(rows, key=lambda r: -r[1])[:8]:
+            print(f"  {title}: {series:,} series" + ("" if instant else f", {samples:,} samples over 7 days"))
+    over = [r for r in rows if r[1] > VM_MAX_UNIQUE_TIMESERIES or r[2] > PROM_MAX_SAMPLES]
+    assert not over, over
+    # the per-drive figures are real: the site's drives were counted
+    assert count('{__name__="ssd_life_left_ratio", serial!=""}') > 0.8 * drives
