@@ -29,8 +29,6 @@ import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-import pytest
-
 from tests.promstack import prometheus_factory, static_exporter_factory  # noqa: F401
 from tests.support.alerting import shortened_rules
 from tests.support.dashboards import load, query_panels
