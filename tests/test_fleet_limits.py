@@ -136,6 +136,30 @@ def test_every_fleet_query_fits_the_default_limits_at_a_million_drives(
               f"({SITES} sites, {FLEET_HOSTS:,} hosts), from a site of {drives} drives on {hosts} hosts:")
         for title, series, samples, instant in sorted(rows, key=lambda r: -r[1])[:8]:
             print(f"  {title}: {series:,} series" + ("" if instant else f", {samples:,} samples over 7 days"))
+    # What a central store holds at a million drives for each remote_write choice (docs/scaling.md):
+    # every series; the recorded ones (per drive `ssd:` included); only what the fleet views read
+    # (the `job:`, `instance:` and per-host series).
+    kinds = {
+        "raw per drive": count('{__name__=~"ssd_.+", serial!=""}') * FLEET_DRIVES // drives,
+        "raw per host": count('{__name__=~"ssd_.+|up", serial=""}') * FLEET_HOSTS // hosts,
+        "ssd: per drive": count('{__name__=~"ssd:.+"}') * FLEET_DRIVES // drives,
+        "instance:": count('{__name__=~"instance:.+"}') * FLEET_HOSTS // hosts,
+        "job:": count('{__name__=~"job:.+"}') * SITES,
+    }
+    fleet_read = {n for _, expr, _ in queries for n in (m.group(1) for m in SELECTOR.finditer(expr))
+                  if not n.startswith(("job:", "instance:"))}
+    per_host_read = sum(count(f'{{__name__="{n}", serial=""}}') for n in fleet_read) * FLEET_HOSTS // hosts
+    choices = {
+        "everything": sum(kinds.values()),
+        "recorded only": kinds["ssd: per drive"] + kinds["instance:"] + kinds["job:"],
+        "fleet inputs only": kinds["instance:"] + kinds["job:"] + per_host_read,
+    }
+    with capsys.disabled():
+        print("  series by kind at 1,000,000 drives: " + "; ".join(f"{k} {v:,}" for k, v in kinds.items()))
+        print("  central store by remote_write choice: " + "; ".join(f"{k} {v:,}" for k, v in choices.items())
+              + f" (raw series the fleet views read: {', '.join(sorted(fleet_read))})")
+    assert choices["fleet inputs only"] * 20 < choices["everything"]
+    assert kinds["job:"] < 100_000  # per site, not per drive
     over = [r for r in rows if r[1] > VM_MAX_UNIQUE_TIMESERIES or r[2] > PROM_MAX_SAMPLES]
     assert not over, over
     # the per-drive figures are real: the site's drives were counted
