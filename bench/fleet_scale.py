@@ -579,6 +579,49 @@ def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path, 
             "promtool_seconds": tool_time, "blocks": len(starts)}
 
 
+def backfill_live(fleet: Fleet, minutes: float, step: float, workdir: Path, data: Path) -> Dict[str, float]:
+    """Every series the live targets serve, at every scrape ``step``, for the ``minutes`` before
+    now: the raw window the rules read (``[1h]`` and ``offset 1h``) exists when the live run
+    starts, as on a Prometheus that has scraped for hours. One OpenMetrics file per 2-hour
+    block range, streamed render after render (promtool takes a family's samples apart from
+    each other when no metadata line names the family)."""
+    times = [fleet.now - step * i for i in range(int(minutes * 60 // step), 0, -1)]
+    files = workdir / "openmetrics-live"
+    files.mkdir(parents=True, exist_ok=True)
+    stats = {"samples": 0, "bytes": 0, "generate_seconds": 0.0, "promtool_seconds": 0.0}
+    ranges: Dict[int, List[float]] = {}
+    for t in times:
+        ranges.setdefault(int(t // BLOCK) * BLOCK, []).append(t)
+
+    def convert(path: Path) -> float:
+        started = time.monotonic()
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(data)],
+                       check=True, stdout=subprocess.DEVNULL, timeout=3600)
+        path.unlink()
+        return time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = None
+        for start, stamps in sorted(ranges.items()):
+            path = files / f"{start}.om"
+            started = time.monotonic()
+            with open(path, "w") as fh:
+                for t in stamps:
+                    ts = f" {t:.0f}\n"
+                    body = render_live(fleet, t).decode()
+                    fh.write(body.replace("\n", ts))
+                    stats["samples"] += body.count("\n")
+                fh.write("# EOF\n")
+            stats["generate_seconds"] += time.monotonic() - started
+            stats["bytes"] += path.stat().st_size
+            if pending is not None:
+                stats["promtool_seconds"] += pending.result()
+            pending = pool.submit(convert, path)
+        if pending is not None:
+            stats["promtool_seconds"] += pending.result()
+    return stats
+
+
 # --------------------------------------------------------------------------- live exposition
 
 def render_live(fleet: Fleet, now: float, generation: int = 0, hosts=None) -> bytes:
@@ -1093,6 +1136,10 @@ def main() -> int:
                     help="with the shipped intervals, wait for --readings evaluations of the groups evaluated at "
                     "most this often (the hourly ones are printed with the evaluations seen)")
     ap.add_argument("--repeat", type=int, default=10, help="runs of each panel query (median)")
+    ap.add_argument("--raw-minutes", type=float, default=70,
+                    help="backfill every live series every 60 s for these minutes before now: the longest raw "
+                         "window a shipped rule reads is an hour, plus its offset 1h (0: none, the bench before "
+                         "issue 33)")
     ap.add_argument("--density", choices=("agent", "model"), default="agent",
                     help="agent: every series the real agent serves (captured from it at the start); model: only "
                          "the wear model's families (the bench before issue 33)")
@@ -1140,6 +1187,14 @@ def main() -> int:
               f"{stats['blocks']} blocks, generate {stats['generate_seconds']:.0f} s, promtool "
               f"{stats['promtool_seconds']:.0f} s, wall {stats['wall_seconds']:.0f} s", flush=True)
 
+        if args.raw_minutes > 0:
+            t = time.monotonic()
+            raw = backfill_live(fleet, args.raw_minutes, 60, workdir, data)
+            print(f"raw window: every live series every 60 s for the {args.raw_minutes:g} minutes before now, "
+                  f"{raw['samples'] / 1e6:.1f} M samples, {raw['bytes'] / 1e9:.2f} GB OpenMetrics, generate "
+                  f"{raw['generate_seconds']:.0f} s, promtool {raw['promtool_seconds']:.0f} s, wall "
+                  f"{time.monotonic() - t:.0f} s", flush=True)
+
         t = time.monotonic()
         live = LiveExposition(fleet, args.targets)
         print(f"live exposition: {live.series} series on {len(live.ports)} targets, {live.size / 1e6:.1f} MB, rendered in "
@@ -1186,7 +1241,8 @@ def main() -> int:
         if args.output:
             out.open(args.output)
             out(f"fleet: {fleet.drive_count} drives on {args.hosts} hosts; history {args.days:g} days at "
-                f"{args.step:g} s{' (I/O counters too, last 25 h)' if args.raw_history else ''}; live scrape every 60 s for {args.settle:.0f} s before measuring; rules from "
+                f"{args.step:g} s{' (I/O counters too, last 25 h)' if args.raw_history else ''}; every live series every 60 s for the "
+                f"{args.raw_minutes:g} min before the live run; density {args.density}; live scrape every 60 s for {args.settle:.0f} s before measuring; rules from "
                 f"{args.rules_dir or 'deploy/prometheus'}; {'BAD DAY' if args.bad_day else 'a normal day'}\n")
             out(f"fleet model: {fleet.describe()}\n")
         stopping.wait(args.settle)
