@@ -73,7 +73,7 @@ def recorded_count(record: str, **matchers: str) -> str:
 # record per job and per host: counts, rankings of ten per job with their columns, and per-host
 # summaries. No fleet query selects a per-drive family, so the dashboard answers the same at a
 # central store of 1,000,000 drives that holds only the sites' recorded series (issue 33;
-# tests/test_dashboards.py prices every query there). The host and drive views read raw series,
+# tests/test_fleet_limits.py prices every query there). The host and drive views read raw series,
 # which stay cheap there.
 # The ten drives with the least life left, from the recorded ranking (ten per job, ties broken
 # by the data there): ranked again by the ranking's recorded key, so that the table shows ten

@@ -164,3 +164,15 @@ def test_every_fleet_query_fits_the_default_limits_at_a_million_drives(
     assert not over, over
     # the per-drive figures are real: the site's drives were counted
     assert count('{__name__="ssd_life_left_ratio", serial!=""}') > 0.8 * drives
+
+
+def test_the_recorded_stale_agents_use_the_dashboards_threshold():
+    """job:ssd_agents_stale:count counts data older than STALE_DATA_SECONDS, the threshold the
+    Agents table colours by: one figure, written twice, held equal here."""
+    import yaml
+
+    from dashboards.common import STALE_DATA_SECONDS
+
+    doc = yaml.safe_load(RECORDING.read_text(encoding="utf-8"))
+    (expr,) = [r["expr"] for g in doc["groups"] for r in g["rules"] if r.get("record") == "job:ssd_agents_stale:count"]
+    assert f"instance:ssd_data_age_seconds:max > {STALE_DATA_SECONDS})" in expr
