@@ -538,6 +538,16 @@ def write_history_file(fleet: Fleet, start: float, path: Path, step: float, raw:
     return n
 
 
+def _to_block(path: Path, data: Path) -> float:
+    """Seconds promtool took to turn an OpenMetrics file into TSDB blocks under ``data``; the
+    file is removed after."""
+    started = time.monotonic()
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(data)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=3600)
+    path.unlink()
+    return time.monotonic() - started
+
+
 def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path, raw: bool = False) -> Dict[str, float]:
     first = (int(fleet.now - days * DAY) // BLOCK) * BLOCK
     starts = list(range(first, int(fleet.now - 3600), BLOCK))
@@ -548,13 +558,6 @@ def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path, 
     gen_time = 0.0
     tool_time = 0.0
     total_bytes = 0
-
-    def convert(path: Path) -> float:
-        t = time.monotonic()
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(data)],
-                       check=True, stdout=subprocess.DEVNULL, timeout=1800)
-        path.unlink()
-        return time.monotonic() - t
 
     # generate in this process while promtool converts the previous range in another
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -571,7 +574,7 @@ def backfill(fleet: Fleet, days: float, step: float, workdir: Path, data: Path, 
             total_bytes += path.stat().st_size
             if pending is not None:
                 tool_time += pending.result()
-            pending = pool.submit(convert, path)
+            pending = pool.submit(_to_block, path, data)
             if i % 24 == 0:
                 print(f"  backfill {i + 1}/{len(starts)} ranges, {samples / 1e6:.1f} M samples", flush=True)
         if pending is not None:
@@ -594,13 +597,6 @@ def backfill_live(fleet: Fleet, minutes: float, step: float, workdir: Path, data
     for t in times:
         ranges.setdefault(int(t // BLOCK) * BLOCK, []).append(t)
 
-    def convert(path: Path) -> float:
-        started = time.monotonic()
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(path), str(data)],
-                       check=True, stdout=subprocess.DEVNULL, timeout=3600)
-        path.unlink()
-        return time.monotonic() - started
-
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = None
         for start, stamps in sorted(ranges.items()):
@@ -617,7 +613,7 @@ def backfill_live(fleet: Fleet, minutes: float, step: float, workdir: Path, data
             stats["bytes"] += path.stat().st_size
             if pending is not None:
                 stats["promtool_seconds"] += pending.result()
-            pending = pool.submit(convert, path)
+            pending = pool.submit(_to_block, path, data)
         if pending is not None:
             stats["promtool_seconds"] += pending.result()
     return stats

@@ -326,26 +326,20 @@ def site_variable() -> dashboard_builders.QueryVariable:
     read from the recorded fleet size). "All" is ``.*``, which also matches series without
     the label, so the same dashboard answers on one site's own Prometheus, where the
     variable has no values."""
-    return (
-        dashboard_builders.QueryVariable("site")
-        .label("Site")
-        .datasource(DATASOURCE)
-        .query("label_values(job:ssd_drives:sum, site)")
-        .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
-        .sort(models.VariableSort.ALPHABETICAL_ASC)
-        .multi(True)
-        .include_all(True)
-        .all_value(".*")
-        .current(models.VariableOption(selected=True, text="All", value="$__all"))
-    )
+    return _all_variable("site", "Site", "label_values(job:ssd_drives:sum, site)").all_value(".*")
 
 
 def job_variable(selector: str = "") -> dashboard_builders.QueryVariable:
+    return _all_variable("job", "Job", f"label_values(ssd_exporter_build_info{selector}, job)")
+
+
+def _all_variable(name: str, label: str, query_text: str) -> dashboard_builders.QueryVariable:
+    """A multi-value query variable that starts at "All"."""
     return (
-        dashboard_builders.QueryVariable("job")
-        .label("Job")
+        dashboard_builders.QueryVariable(name)
+        .label(label)
         .datasource(DATASOURCE)
-        .query(f"label_values(ssd_exporter_build_info{selector}, job)")
+        .query(query_text)
         .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(models.VariableSort.ALPHABETICAL_ASC)
         .multi(True)

@@ -8,7 +8,6 @@ the real ``promtool tsdb create-blocks-from openmetrics``, with as many samples 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -17,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from tests.support.bench import load_fleet_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -28,10 +29,7 @@ NOW = 1_790_000_000 - 1_790_000_000 % 7200
 
 
 def _load_fleet_scale():
-    spec = importlib.util.spec_from_file_location("fleet_scale", BENCH / "fleet_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_fleet_scale()
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py") if "argparse" in p.read_text()))

@@ -17,7 +17,6 @@ SSDFleetSiteSilent must fire for dc2 and only for it.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ import pytest
 import yaml
 
 from tests.promstack import victoriametrics_factory  # noqa: F401
+from tests.support.bench import load_fleet_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 CENTRAL = ROOT / "deploy" / "victoriametrics" / "ssdfleet-central.yml"
@@ -41,10 +41,7 @@ PAIR = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"')
 
 
 def _fleet_scale():
-    spec = importlib.util.spec_from_file_location("fleet_scale_central", ROOT / "bench" / "fleet_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_fleet_scale("fleet_scale_central")
 
 
 def _site_series(fs, fleet, site: str, start: float, minutes: int):

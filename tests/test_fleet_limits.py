@@ -23,7 +23,6 @@ is a million series (checked below).
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Dict, List, Tuple
 
 from tests.promstack import prometheus_factory, static_exporter_factory  # noqa: F401
 from tests.support.alerting import shortened_rules
+from tests.support.bench import load_fleet_scale
 from tests.support.dashboards import load, query_panels
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,10 +50,7 @@ SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\{([^{}]*)\}")
 
 
 def _fleet_scale():
-    spec = importlib.util.spec_from_file_location("fleet_scale_limits", ROOT / "bench" / "fleet_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_fleet_scale("fleet_scale_limits")
 
 
 def _substitute(expr: str, job: str) -> str:

@@ -19,7 +19,6 @@ relative to the window's start, as ``time()`` in the rules sees them.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 import shutil
@@ -29,6 +28,8 @@ from typing import Dict, List
 
 import pytest
 import yaml
+
+from tests.support.bench import load_fleet_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
@@ -41,10 +42,7 @@ HOSTS, PER_HOST = 24, 4
 
 
 def _fleet_scale():
-    spec = importlib.util.spec_from_file_location("fleet_scale_coverage", ROOT / "bench" / "fleet_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_fleet_scale("fleet_scale_coverage")
 
 
 def _values(values: List[str]) -> str:
