@@ -153,3 +153,13 @@ def test_the_bench_serves_at_least_the_agents_own_series_per_drive(fleet_scale):
     stamps = [float(v) for v in re.findall(r'^ssd_last_poll_timestamp_seconds\{[^}]*\} (\S+)$', body, re.M)]
     assert stamps and all(abs(v - later) < 120 for v in stamps)
     assert body.count('ssd_collector_success{') == len(fleet.hosts) * len(agent.collectors)
+
+
+@pytest.mark.parametrize("line", ["", "garbage", "ssd_x{a=\"1\"}", "ssd_x{a=\"1\"} ", "{a=\"1\"} 1", "9bad 1"])
+def test_the_agent_capture_refuses_a_line_that_is_not_a_sample(fleet_scale, line):
+    """The bench builds its density from the agent's exposition: a line that is not a sample
+    (empty, no value, no name, a truncated line) stops the capture with the line named."""
+    with pytest.raises(ValueError, match="not an exposition sample"):
+        fleet_scale._parse_sample(line)
+    with pytest.raises(ValueError):
+        fleet_scale.AgentSeries.from_exposition(f'ssd_drives 1\n{line or "x"}\n', {}, float(NOW))

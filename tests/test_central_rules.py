@@ -17,7 +17,6 @@ SSDFleetSiteSilent must fire for dc2 and only for it.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import time
@@ -36,8 +35,6 @@ MINUTES = 40
 SILENT_AFTER = 20
 SITE_GROUPS = ("ssdfleet-recording-state", "ssdfleet-recording-agents", "ssdfleet-recording-life",
                "ssdfleet-recording-wearout")
-LINE = re.compile(r"([^{ ]+)\{(.*)\} (\S+)$")
-PAIR = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"')
 
 
 def _fleet_scale():
@@ -50,11 +47,10 @@ def _site_series(fs, fleet, site: str, start: float, minutes: int):
     for minute in range(minutes + 1):
         t = start + 60 * minute
         for line in fs.render_live(fleet, t, generation=1).decode().splitlines():
-            m = LINE.match(line)
-            name, labels, value = m.group(1), m.group(2), m.group(3)
-            entry = by_key.setdefault((name, labels), {"metric": {"__name__": name, "site": site,
-                                                                  **dict(PAIR.findall(labels))},
-                                                       "values": [], "timestamps": []})
+            name, labels, value = fs._parse_sample(line)
+            key = (name, tuple(sorted(labels.items())))
+            entry = by_key.setdefault(key, {"metric": {"__name__": name, "site": site, **labels},
+                                            "values": [], "timestamps": []})
             entry["values"].append(float(value))
             entry["timestamps"].append(int(t * 1000))
     return list(by_key.values())
