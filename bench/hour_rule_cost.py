@@ -1,0 +1,156 @@
+"""What one hourly-rate rule costs a Prometheus by itself, at a site's size.
+
+The hourly recording rules (deploy/prometheus/ssdfleet-recording.yml, ``ssdfleet-recording-1h``
+and its siblings) each read an hour of one raw counter for every drive. In the fleet bench
+(bench/fleet_scale.py) their evaluation time is that work plus the wait for two CPUs shared
+with the ingestion and every other group. This script prices the work alone: one counter for
+``--drives`` drives, a sample every 60 s over the last 130 minutes, written into a block by
+``promtool tsdb create-blocks-from openmetrics``; a Prometheus with no scrape and no rules; then
+each form of the rule asked as an instant query with ``stats=all``, one at a time, ``--repeat``
+times after one uncounted run. Printed per form: Prometheus' own evaluation time (median), the
+wall time of the HTTP answer (median; it includes encoding the result as JSON, which a rule does
+not do), the samples read and the series returned.
+
+Usage: ``python bench/hour_rule_cost.py [--drives 20000] [--repeat 7] [--workdir DIR]``.
+Asserts nothing (tests/test_bench_hour_rule.py runs it small and checks its arithmetic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Dict, List
+
+METRIC = "ssd_io_busy_seconds_total"
+MINUTES = 130  # the hour, its offset 1h, and ten minutes to spare
+FORMS = {
+    "shipped: increase([1h]) / 3600 and offset 1h": f"increase({METRIC}[1h]) / 3600 and {METRIC} offset 1h",
+    "increase([1h]) / 3600 alone": f"increase({METRIC}[1h]) / 3600",
+    "the guard alone (offset 1h)": f"{METRIC} offset 1h",
+    "instant selection": METRIC,
+}
+
+
+def write_openmetrics(path: Path, drives: int, now: int) -> int:
+    """One counter per drive, 8 drives per host, every 60 s over the last MINUTES minutes,
+    each drive at its own rate. Returns the samples written."""
+    samples = 0
+    with open(path, "w", encoding="ascii") as fh:
+        for i in range(drives):
+            labels = (f'{{job="fleet-sim",instance="host{i // 8:05d}:9877",device="nvme{i % 8}n1",'
+                      f'serial="S{i:08d}"}}')
+            rate = 0.05 + (i % 90) / 100.0  # busy seconds per second: 5 % to 94 %
+            fh.write("".join(f"{METRIC}{labels} {i * 1000.0 + 60 * rate * k:.1f} {now - 60 * (MINUTES - k)}\n"
+                             for k in range(MINUTES + 1)))
+            samples += MINUTES + 1
+        fh.write("# EOF\n")
+    return samples
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def query(base: str, expr: str, at: float) -> Dict:
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}", "stats": "all"})
+    with urllib.request.urlopen(url, timeout=600) as resp:
+        return json.load(resp)
+
+
+def measure(drives: int, repeat: int, workdir: Path) -> List[Dict]:
+    now = int(time.time()) // 60 * 60
+    om = workdir / "hour.om"
+    data = workdir / "data"
+    write_openmetrics(om, drives, now)
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", str(om), str(data)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=3600)
+    om.unlink()
+    (workdir / "prometheus.yml").write_text("global: {}\n", encoding="ascii")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with open(workdir / "prometheus.log", "wb") as log:
+        prom = subprocess.Popen(
+            ["prometheus", f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
+             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=60d"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    rows = []
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if prom.poll() is not None:
+                raise RuntimeError((workdir / "prometheus.log").read_text(errors="replace")[-2000:])
+            try:
+                with urllib.request.urlopen(base + "/-/ready", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("prometheus did not become ready in 300 s")
+            time.sleep(0.5)
+        at = now - 120  # the newest samples two minutes back: the whole hour and its offset are in the block
+        for name, expr in FORMS.items():
+            runs = []
+            for attempt in range(repeat + 1):
+                started = time.monotonic()
+                body = query(base, expr, at)
+                wall = time.monotonic() - started
+                if attempt:
+                    runs.append((body["data"]["stats"]["timings"]["evalTotalTime"], wall,
+                                 body["data"]["stats"]["samples"]["totalQueryableSamples"],
+                                 len(body["data"]["result"])))
+            rows.append({"form": name, "expr": expr,
+                         "eval_ms": 1000 * statistics.median(r[0] for r in runs),
+                         "wall_ms": 1000 * statistics.median(r[1] for r in runs),
+                         "samples": runs[0][2], "series": runs[0][3]})
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+            prom.wait()
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--drives", type=int, default=20000)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--workdir", help="work directory (default: a new temporary one, removed after)")
+    args = ap.parse_args(argv)
+    for tool in ("prometheus", "promtool"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not installed")
+    own = args.workdir is None
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ssdfleet-hour-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        rows = measure(args.drives, args.repeat, workdir)
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"{args.drives} drives, one counter, 60 s samples over {MINUTES} min; median of {args.repeat} "
+          f"queries each; load average (1 min) {os.getloadavg()[0]:.2f}")
+    print("| form | evaluation (median) | HTTP answer (median) | samples read | series |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['form']} | {r['eval_ms']:.0f} ms | {r['wall_ms']:.0f} ms | {r['samples']} | {r['series']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
