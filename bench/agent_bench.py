@@ -45,6 +45,7 @@ from agent.config import load_config  # noqa: E402
 from agent.history import History  # noqa: E402
 from agent.metrics import Exposition  # noqa: E402
 from agent.poller import Poller  # noqa: E402
+from bench.procs import stop  # noqa: E402
 from collectors.runner import ToolResult  # noqa: E402
 from simulator import tool as simtool  # noqa: E402
 from simulator.demo import demo_drives  # noqa: E402
@@ -189,12 +190,7 @@ def http_bench(host: SimHost, drives: int, scrapes: int, workdir: Path) -> Dict:
         conn.close()
         rss = rss_kib(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc, grace=10)
         log.close()
     return {"latencies": latencies, "per_second": scrapes / total, "rss_kib": rss, "body": body.decode(),
             "with_life": body.count(b"\nssd_life_left_ratio{")}

@@ -69,6 +69,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.procs import stop as _stop  # noqa: E402
 from simulator.wear import DAY, DriveSpec, state_at, wearout_time  # noqa: E402
 
 JOB = "ssdfleet-fleet"
@@ -962,16 +963,6 @@ def _start(cmd: List[str], log: Path, ready: str, timeout: float = 120) -> subpr
     raise RuntimeError(f"not ready: {cmd[0]}")
 
 
-def _stop(proc: Optional[subprocess.Popen]) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 def storage_cost(args, out) -> None:
     """Bytes per sample and memory per series on Prometheus and VictoriaMetrics, measured:
 
@@ -1388,13 +1379,7 @@ def main() -> int:
         sample = fleet.hosts[0][1][0]
         out(f"(model check: {sample.serial} wears out at {wearout_time(sample)})")
     finally:
-        if prom is not None and prom.poll() is None:
-            prom.terminate()
-            try:
-                prom.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait(timeout=10)
+        _stop(prom)
         if live is not None:
             live.stop()
         if not args.keep and not args.workdir:

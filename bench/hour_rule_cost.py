@@ -32,6 +32,12 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, List
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.procs import stop  # noqa: E402
+
 METRIC = "ssd_io_busy_seconds_total"
 MINUTES = 130  # the hour, its offset 1h, and ten minutes to spare
 FORMS = {
@@ -117,12 +123,7 @@ def measure(drives: int, repeat: int, workdir: Path) -> List[Dict]:
                          "wall_ms": 1000 * statistics.median(r[1] for r in runs),
                          "samples": runs[0][2], "series": runs[0][3]})
     finally:
-        prom.terminate()
-        try:
-            prom.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            prom.kill()
-            prom.wait()
+        stop(prom, grace=60)
     return rows
 
 

@@ -35,6 +35,7 @@ from typing import Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.procs import stop  # noqa: E402
 from simulator.demo import demo_drives  # noqa: E402
 from simulator.host import SimHost  # noqa: E402
 
@@ -108,12 +109,7 @@ def one_start(tree: Path, size: int, timeout: float = 120.0, replay: Optional[Pa
                             out["rss_mib"] = rss_kib(proc.pid) / 1024
                     time.sleep(0.01)
             finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                stop(proc, grace=10)
         return out
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
