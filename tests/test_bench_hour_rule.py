@@ -3,8 +3,8 @@
 No timing is asserted (the script prints its figures). What is checked is that the script
 measures what it says: the block it writes holds a full hour and its offset for every drive, so
 each form reads the samples its window holds (61 per drive for ``[1h]`` at 60 s, one for an
-instant selection) and returns one series per drive, and the rates it would record are the
-rates written.
+instant selection) and returns one series per drive, and the counters it writes carry the
+timestamps and the rate each drive is given.
 """
 
 from __future__ import annotations
