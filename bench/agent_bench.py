@@ -45,7 +45,7 @@ from agent.config import load_config  # noqa: E402
 from agent.history import History  # noqa: E402
 from agent.metrics import Exposition  # noqa: E402
 from agent.poller import Poller  # noqa: E402
-from bench.procs import stop  # noqa: E402
+from bench.procs import free_port, stop  # noqa: E402
 from collectors.runner import ToolResult  # noqa: E402
 from simulator import tool as simtool  # noqa: E402
 from simulator.demo import demo_drives  # noqa: E402
@@ -121,14 +121,6 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return -1
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_bench(host: SimHost, drives: int, scrapes: int, workdir: Path) -> Dict:

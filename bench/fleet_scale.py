@@ -69,6 +69,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.procs import free_port as _free_port  # noqa: E402
+from bench.procs import start as _start  # noqa: E402
 from bench.procs import stop as _stop  # noqa: E402
 from simulator.wear import DAY, DriveSpec, state_at, wearout_time  # noqa: E402
 
@@ -948,21 +950,6 @@ def _timestamped(body: bytes, t: float, ms: bool) -> Dict[str, List[str]]:
     return out
 
 
-def _start(cmd: List[str], log: Path, ready: str, timeout: float = 120) -> subprocess.Popen:
-    proc = subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text()[-2000:])
-        try:
-            if urllib.request.urlopen(ready, timeout=5).status == 200:
-                return proc
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"not ready: {cmd[0]}")
-
-
 def storage_cost(args, out) -> None:
     """Bytes per sample and memory per series on Prometheus and VictoriaMetrics, measured:
 
@@ -1401,14 +1388,6 @@ def _history_step(text: str) -> int:
 def _seconds(duration: str) -> float:
     units = {"s": 1, "m": 60, "h": 3600}
     return float(duration[:-1]) * units[duration[-1]]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _rss_mib(pid: int) -> float:

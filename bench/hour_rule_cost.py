@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.procs import stop  # noqa: E402
+from bench.procs import free_port, start, stop  # noqa: E402
 
 METRIC = "ssd_io_busy_seconds_total"
 MINUTES = 130  # the hour, its offset 1h, and ten minutes to spare
@@ -64,12 +63,6 @@ def write_openmetrics(path: Path, drives: int, now: int) -> int:
     return samples
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def query(base: str, expr: str, at: float) -> Dict:
     url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}", "stats": "all"})
     with urllib.request.urlopen(url, timeout=600) as resp:
@@ -87,26 +80,11 @@ def measure(drives: int, repeat: int, workdir: Path) -> List[Dict]:
     (workdir / "prometheus.yml").write_text("global: {}\n", encoding="ascii")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with open(workdir / "prometheus.log", "wb") as log:
-        prom = subprocess.Popen(
-            ["prometheus", f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=60d"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    prom = start(["prometheus", f"--config.file={workdir / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
+                  f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=60d"],
+                 workdir / "prometheus.log", base + "/-/ready", timeout=300)
     rows = []
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            if prom.poll() is not None:
-                raise RuntimeError((workdir / "prometheus.log").read_text(errors="replace")[-2000:])
-            try:
-                with urllib.request.urlopen(base + "/-/ready", timeout=5) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("prometheus did not become ready in 300 s")
-            time.sleep(0.5)
         at = now - 120  # the newest samples two minutes back: the whole hour and its offset are in the block
         for name, expr in FORMS.items():
             runs = []

@@ -48,6 +48,7 @@ from typing import Any, Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.procs import free_port  # noqa: E402
 from simulator.demo import demo_drives  # noqa: E402
 from simulator.host import SimHost  # noqa: E402
 
@@ -173,14 +174,6 @@ def _agent_fault(rng: random.Random, pid: int, port: int, work: Path, readers: L
     elif kind == "history-deleted":
         (work / "state" / "history.sqlite").unlink(missing_ok=True)
     return readers
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main(argv: Optional[List[str]] = None) -> int:

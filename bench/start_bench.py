@@ -35,20 +35,12 @@ from typing import Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.procs import stop  # noqa: E402
+from bench.procs import free_port, stop  # noqa: E402
 from simulator.demo import demo_drives  # noqa: E402
 from simulator.host import SimHost  # noqa: E402
 
 FLAGS = {"tool_smartctl": "--smartctl", "tool_shannon_status": "--shannon-status", "tool_hdparm": "--hdparm",
          "tool_nvme": "--nvme", "path_sysfs": "--path.sysfs", "path_procfs": "--path.procfs"}
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def agent_args(host: SimHost, port: int) -> List[str]:
