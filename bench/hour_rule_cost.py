@@ -105,10 +105,17 @@ def measure(drives: int, repeat: int, workdir: Path) -> List[Dict]:
     return rows
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--drives", type=int, default=20000)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--drives", type=_positive, default=20000)
+    ap.add_argument("--repeat", type=_positive, default=7)
     ap.add_argument("--workdir", help="work directory (default: a new temporary one, removed after)")
     args = ap.parse_args(argv)
     for tool in ("prometheus", "promtool"):

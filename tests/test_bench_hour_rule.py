@@ -50,3 +50,13 @@ def test_the_written_counters_have_the_rates_the_rule_records(tmp_path):
     assert stamps[-1] == now and stamps[0] == now - 60 * bench.MINUTES
     # drive 2 is busy 7 % of the time: 4.2 s a minute
     assert values[1] - values[0] == pytest.approx(60 * 0.07)
+
+
+@pytest.mark.parametrize("args", [["--drives", "0"], ["--drives", "-5"], ["--repeat", "0"], ["--drives", "many"]])
+def test_a_count_that_prices_nothing_is_refused(args, capsys):
+    """Zero or negative drives or repeats would print a table of empty queries: refused, named."""
+    bench = load_bench("hour_rule_cost")
+    with pytest.raises(SystemExit) as stop:
+        bench.main(args)
+    assert stop.value.code == 2
+    assert args[0] in capsys.readouterr().err
