@@ -90,7 +90,11 @@ def test_sighup_reloads_the_configuration_live(host):
     agent = start(host)
     try:
         fresh(agent)
-        before = scrape(agent)
+        # the expectation is shown once the write-cache source has run, which can be after the
+        # first SMART reading (its interval is 1 s against 0.5 s); wait for it rather than race it
+        before = wait_for(lambda: (lambda got: got if value(got, "ssd_write_cache_expected_enabled",
+                                                              serial=SDA_SERIAL) is not None else None)(scrape(agent)),
+                          timeout=15)
         assert value(before, "ssd_config_last_reload_successful") == 1
         loaded_at = value(before, "ssd_config_last_reload_success_timestamp_seconds")
         assert value(before, "ssd_write_cache_expected_enabled", serial=SDA_SERIAL) == 1
