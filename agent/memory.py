@@ -9,7 +9,6 @@ back to the kernel. Both are glibc calls made through ctypes; elsewhere they do 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import logging
 import sys
@@ -28,7 +27,9 @@ def _glibc() -> Optional[ctypes.CDLL]:
     if not _looked:
         _looked = True
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            # The process's own symbols, which hold the C library's: no lookup by name, which
+            # is ctypes.util.find_library running ``ldconfig -p`` in a child process at start.
+            libc = ctypes.CDLL(None)
             # only glibc has both
             _libc = libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
         except OSError:

@@ -148,3 +148,24 @@ def test_releasing_a_big_cache_piecewise_lets_other_threads_run():
     lst = [1, 2, 3]
     memory.release(lst)
     assert lst == []
+
+
+_LIBC_CHILD = r"""
+import json, signal
+children = []
+signal.signal(signal.SIGCHLD, lambda *_: children.append(1))
+from agent import memory
+print(json.dumps({"arenas": memory.limit_arenas(), "trim": memory.trim(), "children": len(children)}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_the_c_library_is_reached_without_starting_a_process():
+    """The arena cap and the trim reach glibc through the process's own symbols: no child
+    process at start (ctypes.util.find_library runs ``ldconfig -p`` for a name, about 7 ms of
+    a starting agent)."""
+    out = subprocess.run([sys.executable, "-c", _LIBC_CHILD], cwd=str(ROOT), capture_output=True, text=True,
+                         timeout=60, check=True)
+    got = json.loads(out.stdout)
+    assert got["children"] == 0, got
+    assert got["arenas"] is True and got["trim"] in (True, False), got
