@@ -15,6 +15,10 @@ cannot reach now (``promtool`` writes immutable blocks; the head must start afte
    model, one file per 2-hour block range, each turned into a TSDB block by
    ``promtool tsdb create-blocks-from openmetrics``. (promtool 2.42 re-reads its whole input
    once per 2-hour range, so one file per range keeps the work linear.)
+   With ``--ranked-days`` (7 by default) the recorded lists that the dashboard's week-long
+   panels read (the ten per job with the least life left, the busiest, the hottest, and the
+   collector maxima) are backfilled too, as the rules would have recorded them from the model
+   (bench/ranking_window.py), so those panels are timed over their whole week.
 2. **Live.** HTTP endpoints on 127.0.0.1 (``--targets``, 25 by default, each for a run of
    consecutive hosts) serve the fleet's current exposition (every host's agent series with its
    own ``instance`` and ``job``, plus ``up``), scraped with ``honor_labels: true`` every 60 s:
@@ -199,6 +203,12 @@ class Fleet:
             chosen = random.Random(seed + 1).sample(range(hosts), max(1, round(hosts * syncwrite_share)))
             self.syncwrite_hosts = {self.hosts[i][0] for i in chosen}
         self.drive_count = hosts * per_host
+
+    def collectors(self, instance: Optional[str] = None) -> Tuple[str, ...]:
+        """The collectors the agent of ``instance`` reports, or those of any agent (None)."""
+        names = tuple(self.agent.collectors) if self.agent is not None else COLLECTORS
+        probe = instance in self.syncwrite_hosts if instance is not None else bool(self.syncwrite_hosts)
+        return names + ("syncwrite",) if probe else names
 
     def cache_on(self, instance: str, spec: DriveSpec) -> bool:
         return spec.write_cache and instance not in self.cache_off_hosts
@@ -639,10 +649,8 @@ def render_live(fleet: Fleet, now: float, generation: int = 0, hosts=None) -> by
         add("ssd_drives", f"ssd_drives{{{host_labels}}} {len(drives)}")
         add("ssd_history_healthy", f"ssd_history_healthy{{{host_labels}}} 1")
         add("ssd_exporter_build_info", f'ssd_exporter_build_info{{{host_labels},version="0.1.0",python="3.11.7"}} 1')
-        collectors = fleet.agent.collectors if fleet.agent is not None else COLLECTORS
+        collectors = fleet.collectors(instance)
         probe = instance in fleet.syncwrite_hosts
-        if probe:
-            collectors = collectors + ("syncwrite",)
         if fleet.agent is not None:
             for name, line in fleet.agent.host_lines(host_labels, now):
                 add(name, line)
@@ -1128,6 +1136,11 @@ def main() -> int:
                     help="backfill every live series every 60 s for these minutes before now: the longest raw "
                          "window a shipped rule reads is an hour, plus its offset 1h (0: none, the bench before "
                          "issue 33)")
+    ap.add_argument("--ranked-days", type=float, default=7,
+                    help="backfill these days of the recorded lists the fleet dashboard's week-long panels read "
+                         "(the ten per job with the least life left, the busiest and the hottest, and the collector "
+                         "maxima; bench/ranking_window.py, the model's churn), so those panels are timed over "
+                         "their whole window (0: none, the bench before)")
     ap.add_argument("--density", choices=("agent", "model"), default="agent",
                     help="agent: every series the real agent serves (captured from it at the start); model: only "
                          "the wear model's families (the bench before issue 33)")
@@ -1182,6 +1195,18 @@ def main() -> int:
                   f"{raw['samples'] / 1e6:.1f} M samples, {raw['bytes'] / 1e9:.2f} GB OpenMetrics, generate "
                   f"{raw['generate_seconds']:.0f} s, promtool {raw['promtool_seconds']:.0f} s, wall "
                   f"{time.monotonic() - t:.0f} s", flush=True)
+
+        if args.ranked_days > 0:
+            from bench import ranking_window
+
+            t = time.monotonic()
+            end = int(fleet.now) - 60  # the rules record the lists live from the head on
+            week = ranking_window.rank_week(fleet, end, args.ranked_days, ranking_window.rule_intervals(), "model",
+                                            seed=args.seed)
+            ranked = ranking_window.write_blocks(week, workdir, data)
+            print(f"recorded lists: {args.ranked_days:g} days of " + ", ".join(
+                f"{name} ({len(series)} series)" for name, series in week.items())
+                + f"; {ranked} samples, wall {time.monotonic() - t:.0f} s", flush=True)
 
         t = time.monotonic()
         live = LiveExposition(fleet, args.targets)

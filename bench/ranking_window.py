@@ -52,7 +52,6 @@ if str(ROOT) not in sys.path:
 
 from bench.fleet_scale import (  # noqa: E402
     BLOCK,
-    COLLECTORS,
     JOB,
     Fleet,
     _labels,
@@ -208,7 +207,7 @@ def rank_week(fleet: Fleet, now: int, days: float, intervals: Dict[str, int], ch
             pool.close()
             pool.join()
     for t in evaluations(now, days, intervals[COLLECTOR]):
-        for collector in COLLECTORS:
+        for collector in fleet.collectors():
             week[COLLECTOR].setdefault(f'job="{JOB}",collector="{collector}"', []).append((t, COLLECTOR_SECONDS))
     return week
 
