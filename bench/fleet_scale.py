@@ -74,6 +74,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.procs import free_port as _free_port  # noqa: E402
+from bench.procs import need_tools  # noqa: E402
 from bench.procs import start as _start  # noqa: E402
 from bench.procs import stop as _stop  # noqa: E402
 from simulator.wear import DAY, DriveSpec, state_at, wearout_time  # noqa: E402
@@ -1157,9 +1158,7 @@ def main() -> int:
             out.open(args.output)
         storage_cost(args, out)
         return 0
-    for tool in ("prometheus", "promtool"):
-        if shutil.which(tool) is None:
-            sys.exit(f"{tool} is not installed")
+    need_tools("prometheus", "promtool")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ssdfleet-fleet-"))
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "data"

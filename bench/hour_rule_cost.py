@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -35,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.procs import free_port, start, stop  # noqa: E402
+from bench.procs import free_port, need_tools, start, stop, work_directory  # noqa: E402
 
 METRIC = "ssd_io_busy_seconds_total"
 MINUTES = 130  # the hour, its offset 1h, and ten minutes to spare
@@ -118,17 +116,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=_positive, default=7)
     ap.add_argument("--workdir", help="work directory (default: a new temporary one, removed after)")
     args = ap.parse_args(argv)
-    for tool in ("prometheus", "promtool"):
-        if shutil.which(tool) is None:
-            sys.exit(f"{tool} is not installed")
-    own = args.workdir is None
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ssdfleet-hour-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:
+    need_tools("prometheus", "promtool")
+    with work_directory(args.workdir, "ssdfleet-hour-") as workdir:
         rows = measure(args.drives, args.repeat, workdir)
-    finally:
-        if own:
-            shutil.rmtree(workdir, ignore_errors=True)
     print(f"{args.drives} drives, one counter, 60 s samples over {MINUTES} min; median of {args.repeat} "
           f"queries each; load average (1 min) {os.getloadavg()[0]:.2f}")
     print("| form | evaluation (median) | HTTP answer (median) | samples read | series |")

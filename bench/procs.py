@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
 
 def free_port() -> int:
@@ -48,3 +52,26 @@ def stop(proc: Optional[subprocess.Popen], grace: float = 30.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def need_tools(*tools: str) -> None:
+    """Exit with a message naming the first of ``tools`` that is not on PATH."""
+    for tool in tools:
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not installed")
+
+
+@contextlib.contextmanager
+def work_directory(path: Optional[str], prefix: str) -> Iterator[Path]:
+    """``path`` (created if need be, and kept), or a new temporary directory named with
+    ``prefix`` that is removed on the way out."""
+    if path is not None:
+        chosen = Path(path)
+        chosen.mkdir(parents=True, exist_ok=True)
+        yield chosen
+        return
+    made = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)

@@ -41,7 +41,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -61,7 +60,7 @@ from bench.fleet_scale import (  # noqa: E402
     substitute,
     time_query,
 )
-from bench.procs import free_port, start, stop  # noqa: E402
+from bench.procs import free_port, need_tools, start, stop, work_directory  # noqa: E402
 from simulator.wear import DAY, DriveSpec, state_at  # noqa: E402
 
 RULES = ROOT / "deploy" / "prometheus" / "ssdfleet-recording.yml"
@@ -302,12 +301,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--workdir", help="work directory (default: a new temporary one, removed after)")
     ap.add_argument("--output", help="also write the table to this file")
     args = ap.parse_args(argv)
-    for tool in ("prometheus", "promtool"):
-        if shutil.which(tool) is None:
-            sys.exit(f"{tool} is not installed")
-    own = args.workdir is None
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ssdfleet-ranking-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    need_tools("prometheus", "promtool")
     now = int(time.time()) // 3600 * 3600 - 600  # blocks must end before the head starts
     fleet = Fleet(args.hosts, args.drives_per_host, float(now))
     intervals = rule_intervals()
@@ -321,12 +315,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"each panel asked {args.repeat} times (7 days, 10-minute step); load average (1 min) "
         f"{os.getloadavg()[0]:.2f}")
     rows: List[Dict] = []
-    try:
+    with work_directory(args.workdir, "ssdfleet-ranking-") as workdir:
         for churn in args.churn:
             rows += measure(fleet, now, args.days, churn, args.repeat, workdir, intervals, say)
-    finally:
-        if own:
-            shutil.rmtree(workdir, ignore_errors=True)
     say(f"load average (1 min) after: {os.getloadavg()[0]:.2f}")
     say("| churn | panel | recorded every | series in the window (written / matched) | query (median) | series returned |")
     say("|---|---|---:|---:|---:|---:|")
