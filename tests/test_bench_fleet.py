@@ -163,3 +163,21 @@ def test_the_agent_capture_refuses_a_line_that_is_not_a_sample(fleet_scale, line
         fleet_scale._parse_sample(line)
     with pytest.raises(ValueError):
         fleet_scale.AgentSeries.from_exposition(f'ssd_drives 1\n{line or "x"}\n', {}, float(NOW))
+
+
+@needs_promtool
+def test_the_raw_window_ends_where_it_is_told(fleet_scale, fleet, tmp_path):
+    """The raw window the bench writes before its live run ends at ``end`` (the moment the
+    backfill starts), not at the fleet's now: minutes spent before it (ranking a week of lists)
+    would otherwise lie between the window and the first live scrape."""
+    end = float(NOW + 1800)
+    data = tmp_path / "data"
+    stats = fleet_scale.backfill_live(fleet, 5, 60, tmp_path, data, end=end)
+    assert stats["samples"] > 0
+    listing = subprocess.run([PROMTOOL, "tsdb", "list", str(data)], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+    _, *rows = [line.split() for line in listing.strip().splitlines()]
+    assert rows, listing
+    # MIN TIME and MAX TIME in milliseconds: five samples a minute apart, the last a step before end
+    assert min(int(row[1]) for row in rows) == (end - 5 * 60) * 1000
+    assert max(int(row[2]) for row in rows) == (end - 60) * 1000 + 1  # a block's max time is exclusive
