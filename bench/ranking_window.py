@@ -277,8 +277,8 @@ def measure(fleet: Fleet, now: int, days: float, churn: str, repeat: int, workdi
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
     def check(text: str) -> float:
         value = kind(text)
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"must be a number more than 0, not {text}")
         return value
     return check
 

@@ -127,7 +127,8 @@ def test_prometheus_matches_the_series_written(bench, fleet, tmp_path):
             assert all(r["written"] == fleet.drive_count for r in rows if r["record"] in bench.LISTS)
 
 
-@pytest.mark.parametrize("args", [["--hosts", "0"], ["--days", "-1"], ["--repeat", "many"],
+@pytest.mark.parametrize("args", [["--hosts", "0"], ["--days", "-1"], ["--days", "inf"], ["--days", "nan"],
+                                  ["--repeat", "many"],
                                   ["--churn", "sometimes"], ["--churn", ","]])
 def test_nonsense_is_refused(bench, args, capsys):
     with pytest.raises(SystemExit) as stop:
