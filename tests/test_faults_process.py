@@ -278,7 +278,14 @@ def test_processes_a_tool_leaves_behind_are_killed_and_none_outlives_the_agent(h
                 time.sleep(0.2)
         scraper.check()
         spawned = len((host.root / "spawned.log").read_text().splitlines())
-        s = scrape(agent)
+
+        def caught_up(got):
+            # the sleepers of the reads started so far, the last read's aside; a sweep runs every
+            # second, and on a loaded machine the last few lag: waited for, not raced
+            done = (value(got, "ssd_tool_leftover_processes_killed_total", how="adopted") or 0) >= spawned - 1
+            return got if done else None
+
+        s = wait_for(lambda: caught_up(scrape(agent)), timeout=20)
         group = value(s, "ssd_tool_leftover_processes_killed_total", how="group")
         adopted = value(s, "ssd_tool_leftover_processes_killed_total", how="adopted")
         alive = len(sleepers(host))
@@ -286,7 +293,7 @@ def test_processes_a_tool_leaves_behind_are_killed_and_none_outlives_the_agent(h
               f"{alive} at the end; killed: {group:.0f} with the group, {adopted:.0f} adopted")
         assert spawned >= 8
         assert group >= spawned - 1  # the last read's may not be counted yet
-        assert adopted >= spawned - 4  # the last two sweeps' may still be pending
+        assert adopted >= spawned - 1
         # The agent's own reads every 0.5 s, each setsid sleeper living about two sweeps of 1 s:
         # never more than a handful at once (without the fix: all of them, 2 per read).
         assert peak <= 10, peak

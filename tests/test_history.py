@@ -627,7 +627,10 @@ def test_a_version_2_file_gains_the_boot_column_and_clock_tables(tmp_path, caplo
     path = tmp_path / "history.sqlite"
     make_v2_file(path)
     with caplog.at_level(logging.INFO, logger="ssdfleet.history"):
-        h = History(str(path))  # the host's clocks: new samples carry this boot's key
+        # The host's clocks: new samples carry this boot's key. Retention long enough to keep the
+        # file's 2023 rows: with the host's clocks it deletes once they have been steady for a
+        # day, so on a machine up for more than a day the default 400 days would empty the file.
+        h = History(str(path), retention_days=100 * 365)
     assert any("upgraded from schema version 2 to 3 (added: boot)" in r.getMessage() for r in caplog.records)
     h.record("S1", T0 + 2 * DAY, worn(reallocated=5))
     h.close()
