@@ -1141,7 +1141,7 @@ def main() -> int:
                     help="backfill every live series every 60 s for these minutes before now: the longest raw "
                          "window a shipped rule reads is an hour, plus its offset 1h (0: none, the bench before "
                          "issue 33)")
-    ap.add_argument("--ranked-days", type=float, default=7,
+    ap.add_argument("--ranked-days", type=_days, default=7,
                     help="backfill these days of the recorded lists the fleet dashboard's week-long panels read "
                          "(the ten per job with the least life left, the busiest and the hottest, and the collector "
                          "maxima; bench/ranking_window.py, the model's churn), so those panels are timed over "
@@ -1413,6 +1413,14 @@ def _history_step(text: str) -> int:
     if step <= 0 or 3600 % step:
         raise argparse.ArgumentTypeError(f"{step} s does not divide an hour (e.g. 15, 60, 300, 3600)")
     return step
+
+
+def _days(text: str) -> float:
+    """A finite number of days, 0 or more (an infinite one would rank forever)."""
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of days, 0 or more, not {text}")
+    return value
 
 
 def _seconds(duration: str) -> float:

@@ -181,3 +181,12 @@ def test_the_raw_window_ends_where_it_is_told(fleet_scale, fleet, tmp_path):
     # MIN TIME and MAX TIME in milliseconds: five samples a minute apart, the last a step before end
     assert min(int(row[1]) for row in rows) == (end - 5 * 60) * 1000
     assert max(int(row[2]) for row in rows) == (end - 60) * 1000 + 1  # a block's max time is exclusive
+
+
+@pytest.mark.parametrize("days", ["inf", "nan", "-1", "week"])
+def test_fleet_bench_refuses_ranked_days_that_are_not_a_finite_count(days):
+    proc = subprocess.run([sys.executable, str(BENCH / "fleet_scale.py"), "--ranked-days", days, "--hosts", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "argument --ranked-days" in proc.stderr
+    assert "fleet:" not in proc.stdout
