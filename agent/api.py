@@ -25,13 +25,13 @@ from types import SimpleNamespace
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, Tuple
 from urllib.parse import quote
 
-from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict
 
 from agent import __version__, host_views, runbooks
 from agent.metrics import Exposition
 from agent.server import HTTPStats
 from agent.views import DriveView, ViewState, snapshot_views, worst
+from collectors.families import CONTENT_TYPE as EXPOSITION_TYPE
 from collectors.model import Snapshot
 
 JSON = "application/json"
@@ -314,7 +314,7 @@ def _scrape_routes(routes: Routes, exposition: Exposition, get_snapshot: Callabl
     # The same answer is the server's fast path (Routes.fast): no task, no ASGI messages.
     def metrics_answer(scope: Dict[str, Any]) -> Answer:
         extra = http_stats.render() if http_stats is not None else b""
-        headers = [(b"content-type", CONTENT_TYPE_LATEST.encode())]
+        headers = [(b"content-type", EXPOSITION_TYPE.encode())]
         if not accepts_gzip(_header(scope, b"accept-encoding")):
             static, ages = exposition.render_parts()
             return 200, headers, [static, ages + extra]

@@ -8,37 +8,24 @@ each drive keeps its rendered sample lines with the inputs it was rendered from;
 re-renders only the sections whose inputs differ (compared with ``==``, which for records the
 merge carried over unchanged stops at their identity).
 
-The body is byte-identical to rendering every family at once with prometheus_client: the lines
-of each section are prometheus_client's own output for that section's families, and the
-families are assembled in the order a single pass would have created them (``ssd_drive_info``,
+The body is byte-identical to rendering every family at once (collectors/families.py): the
+lines of each section are that writer's output for the section's families, and the families
+are assembled in the order a single pass would have created them (``ssd_drive_info``,
 then the gauges, then the counters, each in the order a drive first gave it a value) with each
 family's samples in drive order.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from prometheus_client import generate_latest
-from prometheus_client.utils import floatToGoString
-
 from agent.memory import release
+from collectors.families import header_text, sample_lines, value_text
 from collectors.model import Drive
 
 Section = Callable[[Any, Drive, List[str]], None]
 # A section's inputs, from the drive: sections not in the table depend on the whole record.
 InputsOf = Callable[[Drive], Tuple[Any, ...]]
-
-
-class _Families:
-    """What ``generate_latest`` needs of a registry: something with ``collect()``."""
-
-    def __init__(self, families: List) -> None:
-        self._families = families
-
-    def collect(self):
-        return iter(self._families)
 
 
 class SectionText:
@@ -59,88 +46,9 @@ class SectionText:
         self.prefixes = prefixes  # each family's sample lines up to the value
 
 
-# The legacy name character sets: a name outside them makes prometheus_client quote or escape
-# it, which :func:`_family_text` leaves to prometheus_client itself.
-_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
-_PLAIN: Dict[str, bool] = {}  # label and metric names seen, checked once each
-_TYPES = {"counter": "counter", "gauge": "gauge", "info": "gauge", "summary": "summary",
-          "histogram": "histogram", "unknown": "untyped"}
-
-
-def _plain(name: str, pattern: re.Pattern[str]) -> bool:
-    known = _PLAIN.get(name)
-    if known is None:
-        known = _PLAIN[name] = bool(pattern.match(name))
-    return known
-
-
-def _escape(value: str) -> str:
-    """A label value as the text format writes it: backslash, newline and quote escaped."""
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _family_text(family: Any) -> Optional[Tuple[str, str]]:
-    """(header, sample lines) of one family, written as prometheus_client's ``generate_latest``
-    writes the text format (name munging, help escaping, labels sorted, label values escaped,
-    values by ``floatToGoString``), without its per-name checks: the cold render at 1,024
-    drives formats ~41,000 samples and those checks were half its time. None when the family
-    holds anything this writer does not do the same way (a name outside the legacy character
-    set, a timestamp, an OpenMetrics-only sample, a type it does not map), so the caller asks
-    prometheus_client; tests compare the two on every family the agent makes."""
-    mtype = _TYPES.get(family.type)
-    if mtype is None:
-        return None
-    name = family.name + ("_total" if family.type == "counter" else "_info" if family.type == "info" else "")
-    if not _plain(name, _METRIC_NAME):
-        return None
-    lines = []
-    for sample in family.samples:
-        if sample.timestamp is not None or sample.exemplar is not None or not _plain(sample.name, _METRIC_NAME) \
-                or sample.name[len(family.name):] in ("_created", "_gsum", "_gcount"):
-            return None
-        if sample.labels:
-            pairs = []
-            for key, value in sorted(sample.labels.items()):
-                if not _plain(key, _LABEL_NAME):
-                    return None
-                pairs.append(f'{key}="{_escape(value)}"')
-            lines.append(f"{sample.name}{{{','.join(pairs)}}} {floatToGoString(sample.value)}\n")
-        else:
-            lines.append(f"{sample.name} {floatToGoString(sample.value)}\n")
-    doc = family.documentation.replace("\\", "\\\\").replace("\n", "\\n")
-    return f"# HELP {name} {doc}\n# TYPE {name} {mtype}\n", "".join(lines)
-
-
 def family_blocks(families: Sequence[Any]) -> List[Tuple[str, str]]:
-    """[(header, sample lines)] of each family in order, as prometheus_client writes them."""
-    out = []
-    for family in families:
-        block = _family_text(family)
-        if block is None:
-            # prometheus_client's own text; a family it writes as two (a counter's _created
-            # samples become a gauge of their own) stays one block, headers and all.
-            (header, lines), *more = _blocks(generate_latest(_Families([family])).decode("utf-8"))
-            block = header, lines + "".join(h + x for h, x in more)
-        out.append(block)
-    return out
-
-
-def _blocks(text: str) -> List[Tuple[str, str]]:
-    """prometheus_client's text for some families -> [(header, sample lines)], one per family
-    in the order given. A line starting with ``#`` is always a header line: a newline inside a
-    label value or a help text is escaped."""
-    out: List[Tuple[str, List[str]]] = []
-    lines = text.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("# HELP "):
-            out.append((lines[i] + lines[i + 1], []))
-            i += 2
-            continue
-        out[-1][1].append(lines[i])
-        i += 1
-    return [(header, "".join(samples)) for header, samples in out]
+    """[(header, sample lines)] of each family in order."""
+    return [(header_text(family), sample_lines(family)) for family in families]
 
 
 class DriveText:
@@ -170,16 +78,16 @@ class DriveText:
         gauges, counters = tuple(families.gauges), tuple(families.counters)
         if kept is not None and kept.shapes == shapes and (kept.gauges, kept.counters) == (gauges, counters) \
                 and all(len(kept.prefixes[name]) == len(family.samples) for name, family in chosen):
-            # The same series with new values (counters moving): each line is the one
-            # prometheus_client wrote before up to its value, then the value as it writes it.
-            lines = {name: "".join(f"{prefix} {floatToGoString(s.value)}\n"
+            # The same series with new values (counters moving): each line is the one written
+            # before up to its value, then the new value.
+            lines = {name: "".join(f"{prefix} {value_text(s.value)}\n"
                                    for prefix, s in zip(kept.prefixes[name], family.samples))
                      for name, family in chosen}
             return SectionText(inputs, lines, kept.headers, gauges, counters, shapes, kept.prefixes)
         blocks = family_blocks([family for _, family in chosen])
         headers = {name: header for (name, _), (header, _) in zip(chosen, blocks)}
         lines = {name: samples for (name, _), (_, samples) in zip(chosen, blocks)}
-        # A value never holds a space (floatToGoString), so a line's last space ends its series.
+        # A value never holds a space (value_text), so a line's last space ends its series.
         prefixes = {name: [line.rsplit(" ", 1)[0] for line in samples.splitlines()] for name, samples in lines.items()}
         return SectionText(inputs, lines, headers, gauges, counters, shapes, prefixes)
 

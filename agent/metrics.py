@@ -16,13 +16,11 @@ import time
 import zlib
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily  # noqa: F401
-from prometheus_client.registry import Collector
-
 from agent import __version__, durability, health, host_views
 from agent.exposition_render import DriveText
 from agent.text import printable
+from collectors.families import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Registry, header_text  # noqa: F401
+from collectors.families import text as text_format
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, AgentStatus, Drive, Snapshot
 
 DRIVE_LABELS = ["device", "serial"]
@@ -41,7 +39,7 @@ def _bool(v: Optional[bool]) -> Optional[float]:
     return None if v is None else (1.0 if v else 0.0)
 
 
-class SnapshotCollector(Collector):
+class SnapshotCollector:
     def __init__(self, get_snapshot: Callable[[], Snapshot], clock: Callable[[], float] = time.time):
         self._get = get_snapshot
         self._clock = clock
@@ -53,20 +51,10 @@ class SnapshotCollector(Collector):
         yield from agent_families(snap)
 
 
-class _Families:
-    """What ``generate_latest`` needs of a registry: something with ``collect()``."""
-
-    def __init__(self, families: List) -> None:
-        self._families = families
-
-    def collect(self):
-        return iter(self._families)
-
-
 class Exposition:
     """The /metrics body, rendered once per snapshot, never while a scrape waits.
 
-    Formatting a few thousand samples costs tens of milliseconds in prometheus_client, and the
+    Formatting a few thousand samples costs tens of milliseconds, and the
     snapshot changes only when a source finishes (every 15 s at the fastest). So everything
     but ``ssd_data_age_seconds`` is rendered once per snapshot, ahead of the scrape, by the
     poller's listener thread (:meth:`feed`), plain and gzipped; a scrape adds only the ages,
@@ -106,7 +94,7 @@ class Exposition:
             # One full render's bytes: the drive families (only changed sections redone), then
             # the agent's own.
             drives = self.drive_text.render(snap.drives, _info_header()).encode("utf-8")
-            static = drives + generate_latest(_Families(agent_families(snap)))
+            static = drives + text_format(agent_families(snap))
             # Level 6, once per snapshot, off the event loop (2.79 MB at 1,024 drives is about
             # 217 KB): a gzip header and raw deflate blocks, sync-flushed (ended on a byte
             # boundary, no final block), so that each scrape appends its own blocks and trailer.
@@ -482,7 +470,7 @@ def _label_ids(d: Drive) -> List[str]:
 
 def _info_header() -> str:
     """``ssd_drive_info``'s HELP and TYPE lines, as a full render prints them."""
-    return generate_latest(_Families([_DriveFamilies().info])).decode("utf-8")
+    return header_text(_DriveFamilies().info)
 
 
 def drive_families(drives: Iterable[Drive]) -> List:
@@ -601,12 +589,12 @@ def process_families(agent: AgentStatus) -> List:
     return [reload_ok, reload_at, signals, leftovers]
 
 
-def make_registry(get_snapshot: Callable[[], Snapshot]) -> CollectorRegistry:
+def make_registry(get_snapshot: Callable[[], Snapshot]) -> Registry:
     """A registry over the snapshot, for reading values in tests (``get_sample_value``)."""
-    registry = CollectorRegistry(auto_describe=False)
+    registry = Registry()
     registry.register(SnapshotCollector(get_snapshot))
     return registry
 
 
-def render(registry: CollectorRegistry) -> bytes:
-    return generate_latest(registry)
+def render(registry: Registry) -> bytes:
+    return text_format(registry.collect())

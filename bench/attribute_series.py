@@ -20,26 +20,17 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from prometheus_client import generate_latest  # noqa: E402
-
 from agent.metrics import drive_families  # noqa: E402
+from collectors.families import text as text_format  # noqa: E402
 from collectors.model import Drive, ParseError  # noqa: E402
 from collectors.smartctl import parse_smartctl_json, parse_smartctl_text_reading  # noqa: E402
 
 FOLDERS = ("smartctl-json", "smartctl-text", "smartctl-text-bsdhw")
 
 
-class _Families:
-    def __init__(self, families) -> None:
-        self._families = families
-
-    def collect(self):
-        return iter(self._families)
-
-
 def _render(drive: Drive) -> Tuple[int, int]:
     """(samples, bytes) of one drive's per-drive families."""
-    text = generate_latest(_Families(drive_families([drive])))
+    text = text_format(drive_families([drive]))
     samples = sum(1 for line in text.splitlines() if line and not line.startswith(b"#"))
     return samples, len(text)
 

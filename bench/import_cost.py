@@ -4,8 +4,12 @@ A fresh interpreter (``--python``, this one by default) imports the modules belo
 another, in the order ``ssdfleet agent`` first needs them, from ``--tree`` (this checkout by
 default, or another to compare), and reports after each the growth of VmRSS and the time
 taken; ``--rounds`` fresh interpreters, medians printed. A module another one already pulled
-in costs nothing at its own step. Then ``python -X importtime`` of the whole agent start's
-imports, its ten costliest cumulative entries.
+in costs nothing at its own step, so the first library charged for a module they share (``ssl``,
+``http.client``) looks dearer than it is. The second table answers what dropping one library
+would save: each of the libraries the agent loads by default (``LIBRARIES``) is imported last,
+after all the others, in fresh interpreters of its own, and its growth is what it alone adds.
+Then ``python -X importtime`` of the whole agent start's imports, its ten costliest cumulative
+entries.
 
 Usage: ``python bench/import_cost.py [--tree PATH] [--rounds 3]``. Asserts nothing.
 """
@@ -24,9 +28,13 @@ from typing import Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 
 # What cmd_agent imports, in order, with the third-party libraries first on their own.
-STEPS = ["prometheus_client", "pydantic", "yaml", "bcrypt", "h11", "asyncio", "sqlite3",
+STEPS = ["pydantic", "yaml", "bcrypt", "h11", "asyncio", "sqlite3",
          "collectors.registry", "agent.config", "agent.cli", "agent.poller", "agent.views", "agent.server",
          "agent.webconfig", "agent.api", "agent.page"]
+
+# The third-party and standard libraries ``ssdfleet agent`` imports with no configuration file
+# (yaml and bcrypt only with one), each measured last for the second table.
+LIBRARIES = ["pydantic", "h11", "asyncio", "sqlite3", "json", "logging", "zlib"]
 
 _CHILD = r"""
 import importlib, json, sys, time
@@ -49,6 +57,16 @@ def one_round(python: str, tree: Path) -> List:
     out = subprocess.run([python, "-c", _CHILD] + STEPS, capture_output=True, text=True, env=env,
                          cwd=str(tree), check=True, timeout=300)
     return json.loads(out.stdout)
+
+
+def last_growth(python: str, tree: Path, library: str) -> float:
+    """KiB of RSS that ``library`` adds when every other one of LIBRARIES is already imported."""
+    others = [name for name in LIBRARIES if name != library]
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([python, "-c", _CHILD] + others + [library], capture_output=True, text=True, env=env,
+                         cwd=str(tree), check=True, timeout=300)
+    steps = json.loads(out.stdout)
+    return float(steps[-1][1] - steps[-2][1])
 
 
 def importtime(python: str, tree: Path, top: int = 10) -> List[str]:
@@ -83,6 +101,13 @@ def main() -> int:
         took = statistics.median(r[i][2] for r in rounds) * 1000
         growth[name] = after - before
         print(f"| {name} | {after - before:.1f} | {took:.0f} | {after:.1f} |")
+    print()
+    print("Each library imported last, after the others of LIBRARIES (what dropping it alone would save):")
+    print("| library | RSS growth MiB |")
+    print("|---|---:|")
+    for library in LIBRARIES:
+        kib = statistics.median(last_growth(args.python, tree, library) for _ in range(args.rounds))
+        print(f"| {library} | {kib / 1024:.1f} |")
     print()
     print("python -X importtime, costliest cumulative entries:")
     for line in importtime(args.python, tree):

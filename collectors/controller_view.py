@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from prometheus_client.core import GaugeMetricFamily
-
 from collectors import controller_health as rules
 from collectors.controller_model import BATTERY_STATES, VOLUME_STATES, PhysicalDrive, VirtualDisk
 from collectors.controller_source import ControllerResult
 from collectors.controller_spec import STATUS_HEADING
+from collectors.families import GaugeMetricFamily
 from collectors.smartctl import passthrough
 from collectors.source import HostView
 

@@ -361,7 +361,7 @@ class HostView:
     snapshot's drives; the agent calls them for every host source that has a result, and a
     hook that raises costs only its own section (logged once), never a scrape or a page.
 
-    ``families(result, drives)``: metric families for /metrics (prometheus_client's).
+    ``families(result, drives)``: metric families for /metrics (collectors/families.py).
     ``api(result, drives)``: a JSON-able value, served in /api/v1/drives under
     ``host.NAME``. ``status_heading`` and ``status_lines(api_value)``: ``ssdfleet status``'s
     block, from the API's value (status reads the agent over HTTP). ``page(result, drives,

@@ -283,7 +283,8 @@ def trim(target: Path, dists: Mapping[str, Dist], strip: str) -> List[str]:
 
 
 def drop_shebang(path: Path) -> None:
-    """A module's #! line goes when the file is not executable (prometheus_client ships four):
+    """A module's #! line goes when the file is not executable (prometheus_client, carried until
+    issue 32, shipped four):
     nothing runs it as a script, and lintian and rpmlint rightly call it an error, as Debian
     and Fedora packagers do when they remove it."""
     if path.stat().st_mode & 0o111:

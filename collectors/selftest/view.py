@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from collectors.families import CounterMetricFamily, GaugeMetricFamily
 
 
 @dataclass(frozen=True)

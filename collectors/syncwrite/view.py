@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 from pydantic import BaseModel
 
 from collectors.diskstats import drive_device_for
+from collectors.families import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 from collectors.source import LatencyBurst
 from collectors.syncwrite.probe import SyncWriteResult, summarise
 
@@ -139,8 +139,7 @@ def families(results: Iterable[SyncWriteResult], drives: Iterable = ()) -> List:
         last_run.add_metric(ids, r.started)
         latency.add_metric(ids, count_value=r.ops_total, sum_value=r.latency_seconds_total)
         for q, value in summarise(r, QUANTILES).items():
-            latency.add_sample("ssd_syncwrite_latency_seconds",
-                               dict(zip(LABELS, ids), quantile=_quantile_label(q)), value)
+            latency.add_quantile(ids, _quantile_label(q), value)
         written.add_metric(ids, r.written_bytes_total)
         if r.skipped is not None:
             skipped.add_metric(ids + [r.skipped], 1.0)
