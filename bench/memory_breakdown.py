@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -136,9 +137,8 @@ def where(path: str, tree: Path) -> str:
     marker = "site-packages" + os.sep
     if marker in path:
         return path.split(marker, 1)[1]
-    if "lib" + os.sep + "python" in path:
-        return "stdlib: " + path.rsplit(os.sep, 1)[-1]
-    return path
+    stdlib = re.search(r"lib/python3\.\d+/(.+)$", path)
+    return "stdlib: " + stdlib.group(1) if stdlib else path
 
 
 def main() -> int:
