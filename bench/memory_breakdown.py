@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,10 +34,8 @@ from typing import Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.procs import free_port, stop  # noqa: E402
-from bench.start_bench import _get, agent_args, full, one_start, rss_kib  # noqa: E402
-from simulator.demo import demo_drives  # noqa: E402
-from simulator.host import SimHost  # noqa: E402
+from bench.procs import stop  # noqa: E402
+from bench.start_bench import _get, full, one_start, spawn  # noqa: E402
 
 # Run in the agent's process in front of the agent itself: a thread that waits for the marker
 # files the benchmark writes and dumps tracemalloc's view at each.
@@ -68,18 +65,10 @@ sys.exit(main())
 def traced_start(tree: Path, size: int, replay: Path, timeout: float = 300.0) -> Optional[Dict]:
     workdir = Path(tempfile.mkdtemp(prefix=f"ssdfleet-memory-{size}-"))
     try:
-        now = time.time()
-        host = SimHost(workdir / "host", demo_drives(size, now), speed=0.0, sim_start=now, replay=replay)
-        port = free_port()
         marks = workdir / "marks"
         marks.mkdir()
-        args = agent_args(host, port)
-        # agent_args: [python, -m, agent, agent, ...] -> [python, -c, _TRACED, marks, agent, ...]
-        args = [args[0], "-c", _TRACED, str(marks)] + args[3:]
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        with open(workdir / "agent.log", "wb") as log:
-            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(tree),
-                                    start_new_session=True)
+        # [python, -m, agent, agent, ...] -> [python, -c, _TRACED, marks, agent, ...]
+        proc, port = spawn(tree, size, workdir, replay, argv=lambda args: [args[0], "-c", _TRACED, str(marks)] + args[3:])
         try:
             deadline = time.monotonic() + timeout
             state = "start"
@@ -97,34 +86,6 @@ def traced_start(tree: Path, size: int, replay: Path, timeout: float = 300.0) ->
             return None
         finally:
             stop(proc, grace=10)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def rss_start(tree: Path, size: int, replay: Path, timeout: float = 300.0) -> Dict[str, float]:
-    """RSS in MiB at the first answer and at full data, one untraced start."""
-    workdir = Path(tempfile.mkdtemp(prefix=f"ssdfleet-memory-{size}-"))
-    try:
-        now = time.time()
-        host = SimHost(workdir / "host", demo_drives(size, now), speed=0.0, sim_start=now, replay=replay)
-        port = free_port()
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        with open(workdir / "agent.log", "wb") as log:
-            proc = subprocess.Popen(agent_args(host, port), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=str(tree), start_new_session=True)
-        out: Dict[str, float] = {}
-        try:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline and "full" not in out:
-                body = _get(port)
-                if body is not None:
-                    out.setdefault("listening", rss_kib(proc.pid) / 1024)
-                    if full(body, size):
-                        out["full"] = rss_kib(proc.pid) / 1024
-                time.sleep(0.01)
-        finally:
-            stop(proc, grace=10)
-        return out
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -153,12 +114,12 @@ def main() -> int:
     try:
         one_start(tree, args.size, replay=replay)  # records the tools' answers
         load = os.getloadavg()[0]
-        runs = [rss_start(tree, args.size, replay) for _ in range(args.rounds)]
+        runs = [one_start(tree, args.size, replay=replay) for _ in range(args.rounds)]
         traced = traced_start(tree, args.size, replay)
     finally:
         shutil.rmtree(replay, ignore_errors=True)
-    listening = statistics.median(r["listening"] for r in runs if "full" in r)
-    at_full = statistics.median(r["full"] for r in runs if "full" in r)
+    listening = statistics.median(r["rss_first_mib"] for r in runs if "full" in r)
+    at_full = statistics.median(r["rss_mib"] for r in runs if "full" in r)
     print(f"tree {tree}; {args.size} drives; {args.rounds} untraced starts; load {load:.2f} -> {os.getloadavg()[0]:.2f}")
     print("| moment | VmRSS MiB (median) | traced Python allocations MiB |")
     print("|---|---:|---:|")

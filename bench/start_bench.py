@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -78,30 +78,42 @@ def rss_kib(pid: int) -> int:
     return -1
 
 
+def spawn(tree: Path, size: int, workdir: Path, replay: Optional[Path] = None,
+          argv: Optional[Callable[[List[str]], List[str]]] = None) -> Tuple[subprocess.Popen, int]:
+    """The agent from ``tree`` started on a simulated host of ``size`` drives in ``workdir``
+    (its log in ``agent.log`` there): the process and its port. ``argv`` may rewrite the
+    command line."""
+    now = time.time()
+    host = SimHost(workdir / "host", demo_drives(size, now), speed=0.0, sim_start=now, replay=replay)
+    port = free_port()
+    args = agent_args(host, port)
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    with open(workdir / "agent.log", "wb") as log:
+        proc = subprocess.Popen(args if argv is None else argv(args), stdout=log, stderr=subprocess.STDOUT,
+                                env=env, cwd=str(tree), start_new_session=True)
+    return proc, port
+
+
 def one_start(tree: Path, size: int, timeout: float = 120.0, replay: Optional[Path] = None) -> Dict[str, float]:
+    """Seconds from spawn to the first answer and to full data, and the RSS (MiB) at each."""
     workdir = Path(tempfile.mkdtemp(prefix=f"ssdfleet-start-{size}-"))
     try:
-        now = time.time()
-        host = SimHost(workdir / "host", demo_drives(size, now), speed=0.0, sim_start=now, replay=replay)
-        port = free_port()
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        with open(workdir / "agent.log", "wb") as log:
-            spawned = time.perf_counter()
-            proc = subprocess.Popen(agent_args(host, port), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=str(tree), start_new_session=True)
-            out: Dict[str, float] = {}
-            try:
-                while time.perf_counter() - spawned < timeout and "full" not in out:
-                    body = _get(port)
-                    at = time.perf_counter() - spawned
-                    if body is not None:
-                        out.setdefault("first", at)
-                        if full(body, size):
-                            out["full"] = at
-                            out["rss_mib"] = rss_kib(proc.pid) / 1024
-                    time.sleep(0.01)
-            finally:
-                stop(proc, grace=10)
+        spawned = time.perf_counter()
+        proc, port = spawn(tree, size, workdir, replay)
+        out: Dict[str, float] = {}
+        try:
+            while time.perf_counter() - spawned < timeout and "full" not in out:
+                body = _get(port)
+                at = time.perf_counter() - spawned
+                if body is not None:
+                    if "first" not in out:
+                        out["first"], out["rss_first_mib"] = at, rss_kib(proc.pid) / 1024
+                    if full(body, size):
+                        out["full"] = at
+                        out["rss_mib"] = rss_kib(proc.pid) / 1024
+                time.sleep(0.01)
+        finally:
+            stop(proc, grace=10)
         return out
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
