@@ -11,7 +11,10 @@ or another to compare):
 * **same drives**: ``prepare`` of a new snapshot object holding the same drive records (a
   source ran and found nothing new);
 * **gzip share**: of the diskstats figure, the part spent compressing the text (level 6, one
-  ``zlib`` pass over the body, timed alone).
+  ``zlib`` pass over the body, timed alone);
+* **scrape tail**: what every gzip scrape computes itself, ``gzip_parts()`` (the ages of the
+  drives' data formatted and compressed, the trailer), microseconds per call (1,000 calls
+  timed together, median of ``--repeat``), and the bytes it adds.
 
 CPU time (``time.process_time``) of the calling thread's process, median of ``--repeat``.
 Usage: ``python bench/render_bench.py [--sizes 256,1024] [--repeat 7] [--tree PATH]``.
@@ -51,8 +54,9 @@ def main() -> int:
     from simulator.host import SimHost  # noqa: E402
 
     print(f"tree {args.tree}; median CPU ms of {args.repeat}")
-    print("| drives | first render | after a diskstats pass | same drives, new snapshot | gzip of the body | body bytes | load average |")
-    print("|---:|---:|---:|---:|---:|---:|---|")
+    print("| drives | first render | after a diskstats pass | same drives, new snapshot | gzip of the body | body bytes "
+          "| scrape tail us | tail bytes | load average |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for size in [int(s) for s in args.sizes.split(",")]:
         load = os.getloadavg()[0]
         workdir = Path(tempfile.mkdtemp(prefix=f"ssdfleet-render-{size}-"))
@@ -65,7 +69,7 @@ def main() -> int:
                 snap = poller.poll_once()
             finally:
                 poller.stop()
-            first, disk, same, packing = [], [], [], []
+            first, disk, same, packing, tails = [], [], [], [], []
             for k in range(args.repeat):
                 exposition = Exposition(lambda s=snap: s)
                 t = time.process_time()
@@ -87,9 +91,14 @@ def main() -> int:
                 z.compress(body)
                 z.flush(zlib.Z_SYNC_FLUSH)
                 packing.append(time.process_time() - t)
+                t = time.perf_counter()
+                for _ in range(1000):
+                    _head, tail = exposition.gzip_parts()
+                tails.append((time.perf_counter() - t) / 1000)
             ms = [statistics.median(x) * 1e3 for x in (first, disk, same, packing)]
             print(f"| {size} | {ms[0]:.1f} | {ms[1]:.1f} | {ms[2]:.1f} | {ms[3]:.1f} | {len(body):,} | "
-                  f"{load:.2f} -> {os.getloadavg()[0]:.2f} |", flush=True)
+                  f"{statistics.median(tails) * 1e6:.0f} | {len(tail):,} | {load:.2f} -> {os.getloadavg()[0]:.2f} |",
+                  flush=True)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0
