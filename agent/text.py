@@ -17,7 +17,9 @@ from typing import Any, Optional
 
 # C0 and C1 controls, DEL, and the Unicode direction marks, embeddings, overrides and isolates
 # (the "Trojan Source" characters). Tabs and newlines are controls here too: a serial has none.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# And lone surrogates, which a byte that is not UTF-8 becomes when read with surrogateescape:
+# no text format can encode them, so one in a label would fail the whole /metrics render.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -97,6 +97,26 @@ def test_label_values_are_escaped_in_the_per_scrape_part(tmp_path):
     assert [i["serial"] for i in info] == [shown]
 
 
+def test_a_byte_that_is_not_utf8_in_a_serial_is_shown_and_the_render_stands(tmp_path):
+    """A serial read with surrogateescape keeps a lone surrogate for a byte that is not UTF-8
+    (0xff here): it is written as a visible escape, so the body still encodes as UTF-8 and the
+    drive's series are all there."""
+    host = build_default_host(tmp_path)
+    poller = make_poller(host)
+    try:
+        poller.run_discovery()
+        poller.run("smartctl")
+        drive = next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL)
+    finally:
+        poller.stop()
+    odd = b"S\xff7".decode("utf-8", "surrogateescape")
+    assert printable(odd) == "S\\udcff7"
+    snap = Snapshot(drives=(dataclasses.replace(drive, reading=drive.reading.replace(serial=odd)),), created=time.time())
+    parsed = samples(Exposition(lambda: snap).render())
+    assert list(ages(parsed)) == ["S\\udcff7"]
+    assert ("ssd_life_left_ratio", frozenset({"device": "sda", "serial": "S\\udcff7"}.items())) in parsed
+
+
 def test_empty_snapshot_renders_agent_series_only():
     text = Exposition(lambda: Snapshot(created=1.0)).render()
     parsed = samples(text)
