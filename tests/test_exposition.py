@@ -74,15 +74,20 @@ def test_cached_exposition_equals_a_full_render_and_ages_follow_the_clock(tmp_pa
         poller.stop()
 
 
-def test_label_values_are_escaped_in_the_per_scrape_part(tmp_path):
+def _polled_sda(tmp_path):
+    """The fake host's sda as one smartctl run reads it."""
     host = build_default_host(tmp_path)
     poller = make_poller(host)
     try:
         poller.run_discovery()
         poller.run("smartctl")
-        drive = next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL)
+        return next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL)
     finally:
         poller.stop()
+
+
+def test_label_values_are_escaped_in_the_per_scrape_part(tmp_path):
+    drive = _polled_sda(tmp_path)
     odd = 'S\\N "7"\nX'
     reading = drive.reading.replace(serial=odd)
     snap = Snapshot(drives=(dataclasses.replace(drive, reading=reading),), created=time.time())
@@ -101,14 +106,7 @@ def test_a_byte_that_is_not_utf8_in_a_serial_is_shown_and_the_render_stands(tmp_
     """A serial read with surrogateescape keeps a lone surrogate for a byte that is not UTF-8
     (0xff here): it is written as a visible escape, so the body still encodes as UTF-8 and the
     drive's series are all there."""
-    host = build_default_host(tmp_path)
-    poller = make_poller(host)
-    try:
-        poller.run_discovery()
-        poller.run("smartctl")
-        drive = next(d for d in poller.snapshot().drives if d.serial == SDA_SERIAL)
-    finally:
-        poller.stop()
+    drive = _polled_sda(tmp_path)
     odd = b"S\xff7".decode("utf-8", "surrogateescape")
     assert printable(odd) == "S\\udcff7"
     snap = Snapshot(drives=(dataclasses.replace(drive, reading=drive.reading.replace(serial=odd)),), created=time.time())
