@@ -46,11 +46,6 @@ class SectionText:
         self.prefixes = prefixes  # each family's sample lines up to the value
 
 
-def family_blocks(families: Sequence[Any]) -> List[Tuple[str, str]]:
-    """[(header, sample lines)] of each family in order."""
-    return [(header_text(family), sample_lines(family)) for family in families]
-
-
 class DriveText:
     """The drive part of the body, kept between snapshots.
 
@@ -84,9 +79,8 @@ class DriveText:
                                    for prefix, s in zip(kept.prefixes[name], family.samples))
                      for name, family in chosen}
             return SectionText(inputs, lines, kept.headers, gauges, counters, shapes, kept.prefixes)
-        blocks = family_blocks([family for _, family in chosen])
-        headers = {name: header for (name, _), (header, _) in zip(chosen, blocks)}
-        lines = {name: samples for (name, _), (_, samples) in zip(chosen, blocks)}
+        headers = {name: header_text(family) for name, family in chosen}
+        lines = {name: sample_lines(family) for name, family in chosen}
         # A value never holds a space (value_text), so a line's last space ends its series.
         prefixes = {name: [line.rsplit(" ", 1)[0] for line in samples.splitlines()] for name, samples in lines.items()}
         return SectionText(inputs, lines, headers, gauges, counters, shapes, prefixes)

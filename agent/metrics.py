@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from agent import __version__, durability, health, host_views
 from agent.exposition_render import DriveText
 from agent.text import printable
-from collectors.families import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Registry, header_text  # noqa: F401
+from collectors.families import CounterMetricFamily, GaugeMetricFamily, Registry, header_text
 from collectors.families import text as text_format
 from collectors.model import CACHE_DISABLED, CACHE_ENABLED, AgentStatus, Drive, Snapshot
 

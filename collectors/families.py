@@ -203,18 +203,14 @@ def sample_lines(family: MetricFamily) -> str:
     return "".join(f"{series_text(s)} {value_text(s.value)}\n" for s in family.samples)
 
 
-def family_text(family: MetricFamily) -> str:
-    return header_text(family) + sample_lines(family)
-
-
 def text(families: Iterable[MetricFamily]) -> bytes:
     """The families in the text format, UTF-8."""
-    return "".join(family_text(f) for f in families).encode("utf-8")
+    return "".join(header_text(f) + sample_lines(f) for f in families).encode("utf-8")
 
 
 class Registry:
     """Collectors (anything with ``collect()`` returning families) asked in the order they were
-    registered. Used by the tests and ``ssdfleet collect``; the agent's /metrics renders per
+    registered, for the tests (``agent.metrics.make_registry``); the agent's /metrics renders per
     drive and section (agent/exposition_render.py)."""
 
     def __init__(self) -> None:
@@ -235,8 +231,3 @@ class Registry:
                 if sample.name == name and sample.labels == wanted:
                     return sample.value
         return None
-
-
-def generate_latest(registry) -> bytes:
-    """Everything ``registry.collect()`` returns, in the text format."""
-    return text(registry.collect())

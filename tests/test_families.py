@@ -109,6 +109,20 @@ def test_malformed_families_are_refused(make, why):
         make()
 
 
+@pytest.mark.parametrize("value, error", [("garbage", ValueError), ("", ValueError), (None, TypeError),
+                                          (object(), TypeError), ("1e999x", ValueError)])
+def test_a_value_that_is_not_a_number_is_refused_not_written(value, error):
+    """A view that hands over something that is not a number fails loudly (the poller's listener
+    logs it and keeps the previous render), as prometheus_client's writer did; nothing half
+    written reaches the body."""
+    with pytest.raises(error):
+        value_text(value)
+    family = GaugeMetricFamily("ssd_t_bad", "a bad value", labels=["device"])
+    family.add_metric(["sda"], value)
+    with pytest.raises(error):
+        text([family])
+
+
 def test_registry_reads_values_and_writes_in_order():
     registry = Registry()
     first = GaugeMetricFamily("ssd_a", "first", labels=["device"])
